@@ -1,0 +1,173 @@
+//! The command line: `serve`, `review` and `rules`. Exit codes: 0 allowed/clean, 1 denied or
+//! findings, 2 unusable input or usage.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::admission::{self, Endpoint};
+use crate::config::{RuleSet, DEFAULT_RULES_YAML};
+use crate::server::{self, ServeOptions};
+use crate::tls::{self, CertPair};
+
+#[derive(Parser, Debug)]
+#[command(name = "placement-guard", version, about = "Admission server and CI checker for pod scheduling directives")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the admission webhook over HTTPS.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "0.0.0.0:8443")]
+        addr: String,
+        /// PEM certificate (chain). Without it, a self-signed localhost certificate is generated.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key of --tls-cert.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Where the generated development certificate is written.
+        #[arg(long)]
+        dev_cert_dir: Option<PathBuf>,
+        /// Rule file (built-in defaults otherwise).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Number of worker threads (default: one per core).
+        #[arg(long)]
+        workers: Option<usize>,
+        /// Log format on stderr.
+        #[arg(long, value_enum, default_value = "text")]
+        log_format: LogFormat,
+    },
+    /// Answer one AdmissionReview offline, exactly as /validate would.
+    Review {
+        /// Rule file (built-in defaults otherwise).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// AdmissionReview JSON file, or - for stdin.
+        #[arg(default_value = "-")]
+        file: String,
+    },
+    /// Rule file helpers.
+    Rules {
+        /// Print the built-in rule file.
+        #[arg(long)]
+        print_defaults: bool,
+    },
+}
+
+fn load_rules(path: Option<&PathBuf>) -> Result<RuleSet, String> {
+    match path {
+        None => Ok(RuleSet::default()),
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| format!("cannot read rule file {}: {e}", p.display()))?;
+            RuleSet::from_yaml(&p.display().to_string(), &text).map_err(|e| e.to_string())
+        }
+    }
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("placement-guard: {msg}");
+    ExitCode::from(2)
+}
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            e.print().ok();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Serve { addr, tls_cert, tls_key, dev_cert_dir, rules, workers, log_format } => {
+            init_logging(log_format);
+            let rules = match load_rules(rules.as_ref()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            let cert = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => CertPair { cert, key },
+                _ => {
+                    let dir = dev_cert_dir.unwrap_or_else(|| std::env::temp_dir().join("placement-guard-dev"));
+                    match tls::generate_dev_cert(&dir) {
+                        Ok(pair) => {
+                            println!("dev certificate: {} (try: curl --cacert {} https://127.0.0.1:{}/healthz)",
+                                pair.cert.display(), pair.cert.display(), addr.rsplit(':').next().unwrap_or("8443"));
+                            pair
+                        }
+                        Err(e) => return fail(format!("cannot generate a development certificate: {e:#}")),
+                    }
+                }
+            };
+            let opts = ServeOptions { addr, cert, rules, workers };
+            match actix_web::rt::System::new().block_on(server::serve(opts)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("{e:#}")),
+            }
+        }
+        Command::Review { rules, file } => {
+            let rules = match load_rules(rules.as_ref()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            let body = match read_input(&file) {
+                Ok(b) => b,
+                Err(e) => return fail(e),
+            };
+            match admission::review(&body, Endpoint::Validate, &rules) {
+                Ok(r) => {
+                    let v: serde_json::Value = match serde_json::from_slice(&r.body) {
+                        Ok(v) => v,
+                        Err(e) => return fail(e),
+                    };
+                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                    if r.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
+                }
+                Err(e) => fail(format!("{file}: {e}")),
+            }
+        }
+        Command::Rules { print_defaults } => {
+            if print_defaults {
+                print!("{DEFAULT_RULES_YAML}");
+                ExitCode::SUCCESS
+            } else {
+                fail("nothing to do: use rules --print-defaults")
+            }
+        }
+    }
+}
+
+fn read_input(file: &str) -> Result<Vec<u8>, String> {
+    if file == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read stdin: {e}"))?;
+        Ok(buf)
+    } else {
+        std::fs::read(file).map_err(|e| format!("cannot read {file}: {e}"))
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}

@@ -1,0 +1,3 @@
+//! The placement core: kube-scheduler's filter semantics as a pure library (no I/O, no async).
+
+pub mod nodeselector;

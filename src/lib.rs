@@ -1,0 +1,16 @@
+//! placement-guard: admission server and CI checker for pod scheduling directives.
+//!
+//! Pure layers (no I/O, no async): [`fieldpath`], [`core`], [`model`], [`workload`], [`config`],
+//! [`rules`], [`admission`]. Adapters on top: [`tls`], [`server`], [`cli`].
+
+pub mod admission;
+pub mod config;
+pub mod core;
+pub mod fieldpath;
+pub mod model;
+pub mod rules;
+pub mod workload;
+
+pub mod cli;
+pub mod server;
+pub mod tls;

@@ -1,0 +1,135 @@
+//! Rules: (old object, new object, rule file) → verdict. Pure: no I/O, no async. The server, the
+//! `review` command and (later) `check` all build an [`Input`] and call [`evaluate`].
+
+pub mod mutable_directives;
+pub mod semantic;
+
+use std::fmt;
+
+use crate::config::{Action, RuleSet};
+use crate::fieldpath::FieldError;
+use crate::workload::{Kind, PodTemplate};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    Connect,
+}
+
+/// Who sent the request (AdmissionRequest `userInfo`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct User<'a> {
+    pub username: &'a str,
+    pub groups: &'a [String],
+}
+
+/// One request as the rules see it. Requests for subresources never get here.
+#[derive(Clone, Copy, Debug)]
+pub struct Input<'a> {
+    pub operation: Operation,
+    pub namespace: &'a str,
+    pub user: User<'a>,
+    pub object: Option<&'a PodTemplate>,
+    pub old_object: Option<&'a PodTemplate>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RuleId {
+    MutableDirectives,
+}
+
+impl RuleId {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleId::MutableDirectives => "mutable-directives",
+        }
+    }
+}
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One violation, with the action its rule is configured with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    pub rule: RuleId,
+    pub action: Action,
+    pub error: FieldError,
+    /// How to fix it, when there is more to say than the error.
+    pub hint: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verdict {
+    pub findings: Vec<Finding>,
+    /// The rules that looked at the request (for logs and metrics).
+    pub rules_run: Vec<RuleId>,
+}
+
+impl Verdict {
+    pub fn allowed(&self) -> bool {
+        !self.findings.iter().any(|f| f.action == Action::Deny)
+    }
+
+    pub fn denials(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.action == Action::Deny)
+    }
+
+    /// Warnings for the AdmissionResponse: warn-action findings, then every hint.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .findings
+            .iter()
+            .filter(|f| f.action == Action::Warn)
+            .map(|f| format!("{}: {}", f.rule, f.error))
+            .collect();
+        out.extend(
+            self.findings
+                .iter()
+                .filter_map(|f| f.hint.as_ref().map(|h| format!("{}: {}", f.rule, h))),
+        );
+        out
+    }
+
+    /// The denial message in Kubernetes' aggregate style: one error alone, several as `[a, b]`.
+    pub fn denial_message(&self) -> Option<String> {
+        let errs: Vec<String> = self.denials().map(|f| f.error.to_string()).collect();
+        match errs.len() {
+            0 => None,
+            1 => Some(errs.into_iter().next().unwrap_or_default()),
+            _ => Some(format!("[{}]", errs.join(", "))),
+        }
+    }
+}
+
+/// Whether any rule can care about this kind of request; the server answers the rest at once.
+pub fn is_relevant(kind: Kind, operation: Operation) -> bool {
+    kind == Kind::Pod && operation == Operation::Update
+}
+
+/// The single evaluation path.
+pub fn evaluate(input: &Input, rules: &RuleSet) -> Verdict {
+    let mut verdict = Verdict::default();
+    let md = &rules.spec.mutable_directives;
+    if md.enabled && input.operation == Operation::Update {
+        if let (Some(new), Some(old)) = (input.object, input.old_object) {
+            if new.kind == Kind::Pod && old.kind == Kind::Pod {
+                verdict.rules_run.push(RuleId::MutableDirectives);
+                for p in mutable_directives::check(&old.spec, &new.spec, &input.user, md) {
+                    verdict.findings.push(Finding {
+                        rule: RuleId::MutableDirectives,
+                        action: md.action,
+                        error: p.error,
+                        hint: p.hint,
+                    });
+                }
+            }
+        }
+    }
+    verdict
+}

@@ -1,0 +1,423 @@
+//! `mutable-directives`: KEP-3838 (Pod Mutable Scheduling Directives) exactly as kube-apiserver's
+//! `ValidatePodUpdate` applies it, restricted to the scheduling directives, plus what the
+//! apiserver does not say: whether a refused change was really a tightening, and its legal form.
+
+use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, Toleration};
+use serde_json::{json, Value};
+
+use super::semantic::{map_eq, SemEq};
+use super::User;
+use crate::config::MutableDirectives;
+use crate::core::nodeselector::{constraint_implies, pod_node_constraint, Requirement, Source, Term};
+use crate::fieldpath::{FieldError, FieldPath};
+use crate::model::PodSpec;
+
+/// What a refused change is about; `/mutate` (issue 8) turns these into one-line explanations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Problem {
+    pub error: FieldError,
+    pub hint: Option<String>,
+}
+
+const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
+
+fn node_affinity(spec: &PodSpec) -> Option<&NodeAffinity> {
+    spec.affinity.as_ref()?.node_affinity.as_ref()
+}
+
+fn required_terms(na: Option<&NodeAffinity>) -> Option<&[NodeSelectorTerm]> {
+    na?.required_during_scheduling_ignored_during_execution
+        .as_ref()
+        .map(|r| r.node_selector_terms.as_slice())
+}
+
+/// Every problem with updating `old` to `new`, in the order the apiserver reports them.
+pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives) -> Vec<Problem> {
+    let spec = FieldPath::new("spec");
+    let mut out = Vec::new();
+    out.extend(check_tolerations(old.tolerations(), new.tolerations(), &spec.child("tolerations")));
+    out.extend(check_gates(old, new, &spec.child("schedulingGates")));
+    if old.is_gated() {
+        let selector_changed = !map_eq(&old.node_selector, &new.node_selector);
+        let old_na = node_affinity(old);
+        let new_na = node_affinity(new);
+        let affinity_changed = !old_na.sem_eq(&new_na);
+        if (selector_changed || affinity_changed) && !user_allowed(user, &cfg.allowed_users) {
+            let path = if selector_changed {
+                spec.child("nodeSelector")
+            } else {
+                spec.child("affinity").child("nodeAffinity")
+            };
+            out.push(Problem {
+                error: FieldError::forbidden(
+                    path,
+                    format!(
+                        "user {:?} may not change the scheduling directives of a gated pod; allowed: {}",
+                        user.username,
+                        cfg.allowed_users.join(", ")
+                    ),
+                ),
+                hint: Some(
+                    "ask the controller that owns the scheduling gate to make this change, or add the user to mutableDirectives.allowedUsers"
+                        .to_string(),
+                ),
+            });
+        }
+        let tightening = constraint_implies(
+            pod_node_constraint(new.node_selector(), required_terms(new_na)).as_deref(),
+            pod_node_constraint(old.node_selector(), required_terms(old_na)).as_deref(),
+        );
+        if selector_changed {
+            out.extend(check_node_selector(old, new, tightening, &spec.child("nodeSelector")));
+        }
+        let na_path = spec.child("affinity").child("nodeAffinity");
+        if affinity_changed {
+            out.extend(check_node_affinity(old_na, new_na, tightening, &na_path));
+        }
+        out.extend(check_rest_of_affinity(old, new, &spec.child("affinity")));
+    } else {
+        out.extend(check_ungated(old, new, &spec));
+    }
+    out
+}
+
+fn user_allowed(user: &User, allowed: &[String]) -> bool {
+    allowed.is_empty()
+        || allowed.iter().any(|a| match a.strip_prefix("group:") {
+            Some(g) => user.groups.iter().any(|ug| ug == g),
+            None => a == user.username,
+        })
+}
+
+fn toleration_eq_but_seconds(old: &Toleration, new: &Toleration) -> bool {
+    let mut o = old.clone();
+    o.toleration_seconds = new.toleration_seconds;
+    o.sem_eq(new)
+}
+
+fn describe_toleration(t: &Toleration) -> String {
+    let mut parts = Vec::new();
+    if let Some(k) = t.key.as_deref().filter(|k| !k.is_empty()) {
+        parts.push(format!("key={k}"));
+    }
+    parts.push(format!("operator={}", t.operator.as_deref().unwrap_or("Equal")));
+    if let Some(v) = t.value.as_deref().filter(|v| !v.is_empty()) {
+        parts.push(format!("value={v}"));
+    }
+    if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty()) {
+        parts.push(format!("effect={e}"));
+    }
+    format!("{{{}}}", parts.join(" "))
+}
+
+/// `validateOnlyAddedTolerations`: every old toleration must stay (tolerationSeconds may change).
+fn check_tolerations(old: &[Toleration], new: &[Toleration], path: &FieldPath) -> Option<Problem> {
+    let missing = old
+        .iter()
+        .find(|o| !new.iter().any(|n| toleration_eq_but_seconds(o, n)))?;
+    Some(Problem {
+        error: FieldError::forbidden(
+            path.clone(),
+            "existing toleration can not be modified except its tolerationSeconds",
+        ),
+        hint: Some(format!(
+            "toleration {} was removed or changed; keep every existing toleration as it is (only tolerationSeconds may change) and add new ones",
+            describe_toleration(missing)
+        )),
+    })
+}
+
+/// `validateOnlyDeletedSchedulingGates`: gates may only be removed.
+fn check_gates(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec<Problem> {
+    new.scheduling_gates()
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| !old.scheduling_gates().iter().any(|o| o.name == g.name))
+        .map(|(i, g)| Problem {
+            error: FieldError::forbidden(
+                path.index(i).child("name"),
+                format!("only deletion is allowed, but found new scheduling gate '{}'", g.name),
+            ),
+            hint: Some(
+                "scheduling gates can only be set when the pod is created; remove the new gate from the update"
+                    .to_string(),
+            ),
+        })
+        .collect()
+}
+
+fn check_node_selector(old: &PodSpec, new: &PodSpec, tightening: bool, path: &FieldPath) -> Option<Problem> {
+    let new_sel = new.node_selector();
+    let mut lost = Vec::new();
+    for (k, v) in old.node_selector() {
+        match new_sel.get(k) {
+            None => lost.push(format!("key {k:?} (={v:?}) removed")),
+            Some(nv) if nv != v => lost.push(format!("key {k:?} changed from {v:?} to {nv:?}")),
+            Some(_) => {}
+        }
+    }
+    if lost.is_empty() {
+        return None;
+    }
+    let keep: Vec<String> = old
+        .node_selector()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let hint = if tightening {
+        format!(
+            "{}: the new directives select a subset of the old nodes (a tightening), but in a form Kubernetes refuses; keep {} in spec.nodeSelector and narrow by adding keys or appending node affinity requirements",
+            lost.join(", "),
+            keep.join(", ")
+        )
+    } else {
+        format!(
+            "{}: while the pod is gated, nodeSelector keys may only be added; keep {} (to select other nodes, recreate the pod)",
+            lost.join(", "),
+            keep.join(", ")
+        )
+    };
+    Some(Problem {
+        error: FieldError::invalid(
+            path.clone(),
+            json!(new_sel),
+            "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
+        ),
+        hint: Some(hint),
+    })
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// The API requirements of a term, labels then fields, for display.
+fn term_requirements(t: &NodeSelectorTerm) -> Vec<Requirement> {
+    let conv = |rs: &Option<Vec<NodeSelectorRequirement>>, src| {
+        rs.as_deref()
+            .unwrap_or(&[])
+            .iter()
+            .map(move |r| Requirement {
+                source: src,
+                key: r.key.clone(),
+                op: crate::core::nodeselector::Operator::parse(&r.operator)
+                    .unwrap_or(crate::core::nodeselector::Operator::In),
+                values: r.values.clone().unwrap_or_default(),
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut out = conv(&t.match_expressions, Source::Label);
+    out.extend(conv(&t.match_fields, Source::Field));
+    out
+}
+
+fn quote_reqs(reqs: &[Requirement]) -> String {
+    reqs.iter()
+        .map(|r| {
+            let prefix = if r.source == Source::Field { "field " } else { "" };
+            format!("\"{prefix}{r}\"")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `validateNodeSelectorTermHasOnlyAdditions`: old requirements must be a prefix of the new ones.
+fn term_only_adds(new: &NodeSelectorTerm, old: &NodeSelectorTerm) -> bool {
+    let old_e = old.match_expressions.as_deref().unwrap_or(&[]);
+    let old_f = old.match_fields.as_deref().unwrap_or(&[]);
+    let new_e = new.match_expressions.as_deref().unwrap_or(&[]);
+    let new_f = new.match_fields.as_deref().unwrap_or(&[]);
+    if old_e.is_empty() && old_f.is_empty() && (!new_e.is_empty() || !new_f.is_empty()) {
+        return false;
+    }
+    let prefix = |n: &[NodeSelectorRequirement], o: &[NodeSelectorRequirement]| {
+        n.len() >= o.len() && n[..o.len()].sem_eq(o)
+    };
+    prefix(new_e, old_e) && prefix(new_f, old_f)
+}
+
+fn check_node_affinity(
+    old: Option<&NodeAffinity>,
+    new: Option<&NodeAffinity>,
+    tightening: bool,
+    path: &FieldPath,
+) -> Vec<Problem> {
+    let Some(old_terms) = required_terms(old) else {
+        return Vec::new();
+    };
+    let new_terms = required_terms(new).unwrap_or(&[]);
+    let terms_path = path.child(REQUIRED).child("nodeSelectorTerms");
+    if !old_terms.is_empty() && old_terms.len() != new_terms.len() {
+        let hint = terms_count_hint(old_terms, new_terms, tightening);
+        return vec![Problem {
+            error: FieldError::invalid(
+                terms_path,
+                to_value(&new_terms),
+                "no additions/deletions to non-empty NodeSelectorTerms list are allowed",
+            ),
+            hint: Some(hint),
+        }];
+    }
+    let mut out = Vec::new();
+    for (i, (o, n)) in old_terms.iter().zip(new_terms).enumerate() {
+        if term_only_adds(n, o) {
+            continue;
+        }
+        out.push(Problem {
+            error: FieldError::invalid(
+                terms_path.index(i),
+                to_value(n),
+                "only additions are allowed (no mutations or deletions)",
+            ),
+            hint: Some(term_hint(i, o, n)),
+        });
+    }
+    out
+}
+
+fn terms_count_hint(old: &[NodeSelectorTerm], new: &[NodeSelectorTerm], tightening: bool) -> String {
+    let (o, n) = (old.len(), new.len());
+    if tightening {
+        if let [only] = new {
+            let reqs = term_requirements(only);
+            return format!(
+                "this narrows the {o} term(s) to {n} (a tightening), but the number of terms of a gated pod is fixed; append {} to each of the {o} existing term(s) instead, which selects the same nodes",
+                quote_reqs(&reqs)
+            );
+        }
+        return format!(
+            "this selects a subset of the old nodes (a tightening), but the number of terms of a gated pod is fixed at {o}; keep the {o} term(s) and append requirements to them instead"
+        );
+    }
+    if n > o {
+        format!("adding a term widens the OR of terms (more nodes qualify); keep the {o} term(s) and append requirements to them to narrow the choice")
+    } else {
+        format!("removing a term is refused while gated; keep the {o} term(s) and append requirements to them to narrow the choice")
+    }
+}
+
+fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> String {
+    let old_reqs = term_requirements(old);
+    let new_reqs = term_requirements(new);
+    if old_reqs.is_empty() {
+        return format!(
+            "nodeSelectorTerms[{i}] was empty (it matches no node) and can never be changed while gated"
+        );
+    }
+    let old_term = Term { requirements: old_reqs.clone() };
+    let new_term = Term { requirements: new_reqs.clone() };
+    let rewritten = format!("nodeSelectorTerms[{i}] rewrites \"{old_term}\" as \"{new_term}\"");
+    if new_term.implies(&old_term) {
+        let extra: Vec<Requirement> = new_reqs
+            .iter()
+            .filter(|r| !old_reqs.contains(r))
+            .cloned()
+            .collect();
+        let extra = if extra.is_empty() { new_reqs } else { extra };
+        format!(
+            "{rewritten}, a tightening; append the requirement(s) {} to the term instead, keeping the existing ones first and unchanged",
+            quote_reqs(&extra)
+        )
+    } else {
+        format!(
+            "{rewritten}, which is not a tightening; a gated pod's term may only grow: keep \"{old_term}\" as its first requirements and append new ones"
+        )
+    }
+}
+
+/// The residual comparison of `ValidatePodUpdate` after munging node affinity: pod (anti-)affinity
+/// stay immutable, and so does the presence of `affinity` itself.
+fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec<Problem> {
+    let old_na = node_affinity(old).cloned();
+    let new_na = node_affinity(new).cloned();
+    let mut munged: Option<Affinity> = new.affinity.clone();
+    if !old_na.sem_eq(&new_na) {
+        match &mut munged {
+            None if old_na.is_none() => {}
+            None => {
+                munged = Some(Affinity {
+                    node_affinity: old_na.clone(),
+                    ..Default::default()
+                })
+            }
+            Some(m) if old.affinity.is_none() && m.pod_affinity.is_none() && m.pod_anti_affinity.is_none() => {
+                munged = None;
+            }
+            Some(m) => m.node_affinity = old_na.clone(),
+        }
+    }
+    if munged.sem_eq(&old.affinity) {
+        return Vec::new();
+    }
+    let immutable = "may not be changed, even while the pod has scheduling gates (only nodeSelector and node affinity are mutable)";
+    let mut out = Vec::new();
+    let part = |a: &Option<Affinity>| a.clone().unwrap_or_default();
+    let (m, o) = (part(&munged), part(&old.affinity));
+    if !m.pod_affinity.sem_eq(&o.pod_affinity) {
+        out.push(Problem {
+            error: FieldError::forbidden(path.child("podAffinity"), immutable),
+            hint: Some("pod affinity is fixed at creation; recreate the pod to change it".to_string()),
+        });
+    }
+    if !m.pod_anti_affinity.sem_eq(&o.pod_anti_affinity) {
+        out.push(Problem {
+            error: FieldError::forbidden(path.child("podAntiAffinity"), immutable),
+            hint: Some("pod anti-affinity is fixed at creation; recreate the pod to change it".to_string()),
+        });
+    }
+    if out.is_empty() {
+        let what = if old.affinity.is_none() { "added" } else { "removed" };
+        out.push(Problem {
+            error: FieldError::forbidden(
+                path.clone(),
+                format!("may not be {what} without node affinity; only spec.affinity.nodeAffinity may change while gated"),
+            ),
+            hint: Some(format!(
+                "an empty affinity object was {what}; set spec.affinity.nodeAffinity instead, or leave spec.affinity as it was"
+            )),
+        });
+    }
+    out
+}
+
+fn check_ungated(old: &PodSpec, new: &PodSpec, spec: &FieldPath) -> Vec<Problem> {
+    let detail = "pod updates may not change nodeSelector or affinity unless the pod has scheduling gates (the old pod has none)";
+    let hint = "scheduling directives can only be changed while the pod is gated; create the pod with a scheduling gate, or recreate it";
+    let mut out = Vec::new();
+    if !map_eq(&old.node_selector, &new.node_selector) {
+        out.push(Problem {
+            error: FieldError::forbidden(spec.child("nodeSelector"), detail),
+            hint: Some(hint.to_string()),
+        });
+    }
+    if !old.affinity.sem_eq(&new.affinity) {
+        let (o, n) = (old.affinity.clone(), new.affinity.clone());
+        let path = match (&o, &n) {
+            (Some(o), Some(n)) => {
+                let mut parts = Vec::new();
+                if !o.node_affinity.sem_eq(&n.node_affinity) {
+                    parts.push("nodeAffinity");
+                }
+                if !o.pod_affinity.sem_eq(&n.pod_affinity) {
+                    parts.push("podAffinity");
+                }
+                if !o.pod_anti_affinity.sem_eq(&n.pod_anti_affinity) {
+                    parts.push("podAntiAffinity");
+                }
+                match parts.as_slice() {
+                    [one] => spec.child("affinity").child(one),
+                    _ => spec.child("affinity"),
+                }
+            }
+            _ => spec.child("affinity"),
+        };
+        out.push(Problem {
+            error: FieldError::forbidden(path, detail),
+            hint: Some(hint.to_string()),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,435 @@
+use serde_json::{json, Value};
+
+use super::*;
+use crate::config::MutableDirectives;
+
+fn spec(v: Value) -> PodSpec {
+    serde_json::from_value(v).expect("test pod spec")
+}
+
+/// A gated pod spec with extra fields merged in.
+fn gated(extra: Value) -> Value {
+    let mut base = json!({"schedulingGates": [{"name": "example.com/gate"}]});
+    merge(&mut base, extra);
+    base
+}
+
+fn merge(base: &mut Value, extra: Value) {
+    if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+        for (k, v) in e {
+            b.insert(k, v);
+        }
+    }
+}
+
+fn required(terms: Value) -> Value {
+    json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}})
+}
+
+fn expr(key: &str, op: &str, values: &[&str]) -> Value {
+    if values.is_empty() {
+        json!({"key": key, "operator": op})
+    } else {
+        json!({"key": key, "operator": op, "values": values})
+    }
+}
+
+fn run(old: Value, new: Value) -> Vec<String> {
+    run_as(old, new, "admin", &[], &MutableDirectives::default())
+}
+
+fn run_as(old: Value, new: Value, user: &str, groups: &[String], cfg: &MutableDirectives) -> Vec<String> {
+    let user = User { username: user, groups };
+    check(&spec(old), &spec(new), &user, cfg)
+        .into_iter()
+        .map(|p| p.error.to_string())
+        .collect()
+}
+
+const NS_ONLY_ADD: &str = "only additions to spec.nodeSelector are allowed (no mutations or deletions)";
+const TERM_ONLY_ADD: &str = "only additions are allowed (no mutations or deletions)";
+const TERMS: &str = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+
+#[test]
+fn node_selector_on_gated_pods() {
+    let cases: Vec<(&str, Value, Value, Vec<String>)> = vec![
+        (
+            "adding a key is allowed",
+            gated(json!({"nodeSelector": {"disktype": "ssd"}})),
+            gated(json!({"nodeSelector": {"disktype": "ssd", "zone": "a"}})),
+            vec![],
+        ),
+        (
+            "setting a selector where there was none is allowed",
+            gated(json!({})),
+            gated(json!({"nodeSelector": {"zone": "a"}})),
+            vec![],
+        ),
+        (
+            "an empty old selector is the same as none",
+            gated(json!({"nodeSelector": {}})),
+            gated(json!({"nodeSelector": {"zone": "a"}})),
+            vec![],
+        ),
+        (
+            "removing a key is denied",
+            gated(json!({"nodeSelector": {"disktype": "ssd", "zone": "a"}})),
+            gated(json!({"nodeSelector": {"zone": "a"}})),
+            vec![format!(r#"spec.nodeSelector: Invalid value: {{"zone":"a"}}: {NS_ONLY_ADD}"#)],
+        ),
+        (
+            "removing every key is denied (the field is then absent)",
+            gated(json!({"nodeSelector": {"disktype": "ssd"}})),
+            gated(json!({})),
+            vec![format!("spec.nodeSelector: Invalid value: {{}}: {NS_ONLY_ADD}")],
+        ),
+        (
+            "changing a value is denied, reported once",
+            gated(json!({"nodeSelector": {"a": "1", "b": "2"}})),
+            gated(json!({"nodeSelector": {"a": "x", "b": "y"}})),
+            vec![format!(r#"spec.nodeSelector: Invalid value: {{"a":"x","b":"y"}}: {NS_ONLY_ADD}"#)],
+        ),
+        (
+            "empty new map equals absent old map",
+            gated(json!({})),
+            gated(json!({"nodeSelector": {}})),
+            vec![],
+        ),
+    ];
+    for (name, old, new, want) in cases {
+        assert_eq!(run(old, new), want, "{name}");
+    }
+}
+
+#[test]
+fn required_node_affinity_on_gated_pods() {
+    let zone_ab = json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]);
+    let cases: Vec<(&str, Value, Value, Vec<String>)> = vec![
+        (
+            "setting required affinity on a pod without affinity is allowed",
+            gated(json!({})),
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            vec![],
+        ),
+        (
+            "setting it when only preferred existed is allowed",
+            gated(json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [expr("a", "Exists", &[])]}}]}}})),
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            vec![],
+        ),
+        (
+            "appending an expression is allowed",
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"]), expr("disk", "Exists", &[])]}]))})),
+            vec![],
+        ),
+        (
+            "appending a matchFields entry is allowed",
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])], "matchFields": [expr("metadata.name", "In", &["n1"])]}]))})),
+            vec![],
+        ),
+        (
+            "narrowing the values of an expression is denied",
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
+            vec![format!(r#"{TERMS}[0]: Invalid value: {{"matchExpressions":[{{"key":"zone","operator":"In","values":["a"]}}]}}: {TERM_ONLY_ADD}"#)],
+        ),
+        (
+            "reordering values is denied (order matters)",
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["b", "a"])]}]))})),
+            vec![format!(r#"{TERMS}[0]: Invalid value: {{"matchExpressions":[{{"key":"zone","operator":"In","values":["b","a"]}}]}}: {TERM_ONLY_ADD}"#)],
+        ),
+        (
+            "prepending an expression is denied",
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("disk", "Exists", &[]), expr("zone", "In", &["a", "b"])]}]))})),
+            vec![format!(r#"{TERMS}[0]: Invalid value: {{"matchExpressions":[{{"key":"disk","operator":"Exists"}},{{"key":"zone","operator":"In","values":["a","b"]}}]}}: {TERM_ONLY_ADD}"#)],
+        ),
+        (
+            "adding a term is denied",
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}, {"matchExpressions": [expr("zone", "In", &["c"])]}]))})),
+            vec![format!(r#"{TERMS}: Invalid value: [{{"matchExpressions":[{{"key":"zone","operator":"In","values":["a","b"]}}]}},{{"matchExpressions":[{{"key":"zone","operator":"In","values":["c"]}}]}}]: no additions/deletions to non-empty NodeSelectorTerms list are allowed"#)],
+        ),
+        (
+            "removing a term is denied",
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
+            vec![format!(r#"{TERMS}: Invalid value: [{{"matchExpressions":[{{"key":"zone","operator":"In","values":["a"]}}]}}]: no additions/deletions to non-empty NodeSelectorTerms list are allowed"#)],
+        ),
+        (
+            "removing the required block is denied",
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            gated(json!({"affinity": {"nodeAffinity": {}}})),
+            vec![format!("{TERMS}: Invalid value: []: no additions/deletions to non-empty NodeSelectorTerms list are allowed")],
+        ),
+        (
+            "removing the whole affinity is denied",
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            gated(json!({})),
+            vec![format!("{TERMS}: Invalid value: []: no additions/deletions to non-empty NodeSelectorTerms list are allowed")],
+        ),
+        (
+            "an old empty terms list allows anything",
+            gated(json!({"affinity": required(json!([]))})),
+            gated(json!({"affinity": required(zone_ab.clone())})),
+            vec![],
+        ),
+        (
+            "an old completely empty term may not change",
+            gated(json!({"affinity": required(json!([{}]))})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
+            vec![format!(r#"{TERMS}[0]: Invalid value: {{"matchExpressions":[{{"key":"zone","operator":"In","values":["a"]}}]}}: {TERM_ONLY_ADD}"#)],
+        ),
+        (
+            "every bad term is reported",
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("a", "In", &["1"])]}, {"matchExpressions": [expr("b", "In", &["1"])]}]))})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("a", "In", &["2"])]}, {"matchExpressions": [expr("b", "In", &["2"])]}]))})),
+            vec![
+                format!(r#"{TERMS}[0]: Invalid value: {{"matchExpressions":[{{"key":"a","operator":"In","values":["2"]}}]}}: {TERM_ONLY_ADD}"#),
+                format!(r#"{TERMS}[1]: Invalid value: {{"matchExpressions":[{{"key":"b","operator":"In","values":["2"]}}]}}: {TERM_ONLY_ADD}"#),
+            ],
+        ),
+        (
+            "empty matchFields equals none",
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("a", "Exists", &[])]}]))})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("a", "Exists", &[])], "matchFields": []}]))})),
+            vec![],
+        ),
+        (
+            "preferred node affinity is free while gated",
+            gated(json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [expr("a", "Exists", &[])]}}]}}})),
+            gated(json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50, "preference": {"matchExpressions": [expr("b", "Exists", &[])]}}]}}})),
+            vec![],
+        ),
+        (
+            "removing preferred node affinity is free while gated",
+            gated(json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [expr("a", "Exists", &[])]}}]}}})),
+            gated(json!({})),
+            vec![],
+        ),
+    ];
+    for (name, old, new, want) in cases {
+        assert_eq!(run(old, new), want, "{name}");
+    }
+}
+
+#[test]
+fn affinity_objects_compare_as_pointers() {
+    let cases: Vec<(&str, Value, Value, Vec<&str>)> = vec![
+        (
+            "affinity: {} alone on a gated pod without affinity is forbidden",
+            gated(json!({})),
+            gated(json!({"affinity": {}})),
+            vec!["spec.affinity: Forbidden: may not be added without node affinity; only spec.affinity.nodeAffinity may change while gated"],
+        ),
+        (
+            "affinity: {nodeAffinity: {}} is an allowed node-affinity addition",
+            gated(json!({})),
+            gated(json!({"affinity": {"nodeAffinity": {}}})),
+            vec![],
+        ),
+        (
+            "removing an empty affinity is forbidden",
+            gated(json!({"affinity": {}})),
+            gated(json!({})),
+            vec!["spec.affinity: Forbidden: may not be removed without node affinity; only spec.affinity.nodeAffinity may change while gated"],
+        ),
+        (
+            "pod affinity stays immutable while gated",
+            gated(json!({})),
+            gated(json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "db"}}}]}}})),
+            vec!["spec.affinity.podAffinity: Forbidden: may not be changed, even while the pod has scheduling gates (only nodeSelector and node affinity are mutable)"],
+        ),
+        (
+            "pod anti-affinity stays immutable while gated, also next to a legal node change",
+            gated(json!({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}]}}})),
+            gated(json!({"affinity": {"nodeAffinity": {}, "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 2, "podAffinityTerm": {"topologyKey": "zone"}}]}}})),
+            vec!["spec.affinity.podAntiAffinity: Forbidden: may not be changed, even while the pod has scheduling gates (only nodeSelector and node affinity are mutable)"],
+        ),
+        (
+            "node affinity added next to existing pod affinity is allowed",
+            gated(json!({"affinity": {"podAffinity": {}}})),
+            gated(json!({"affinity": {"podAffinity": {}, "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [expr("a", "Exists", &[])]}]}}}})),
+            vec![],
+        ),
+    ];
+    for (name, old, new, want) in cases {
+        assert_eq!(run(old, new), want, "{name}");
+    }
+}
+
+#[test]
+fn ungated_pods_may_not_change_directives() {
+    let detail = "Forbidden: pod updates may not change nodeSelector or affinity unless the pod has scheduling gates (the old pod has none)";
+    let cases: Vec<(&str, Value, Value, Vec<String>)> = vec![
+        ("no change is fine", json!({"nodeSelector": {"a": "1"}}), json!({"nodeSelector": {"a": "1"}}), vec![]),
+        (
+            "adding a key is denied",
+            json!({"nodeSelector": {"a": "1"}}),
+            json!({"nodeSelector": {"a": "1", "b": "2"}}),
+            vec![format!("spec.nodeSelector: {detail}")],
+        ),
+        (
+            "adding required node affinity is denied",
+            json!({}),
+            json!({"affinity": required(json!([{"matchExpressions": [expr("a", "Exists", &[])]}]))}),
+            vec![format!("spec.affinity: {detail}")],
+        ),
+        (
+            "changing preferred node affinity is denied",
+            json!({"affinity": {"nodeAffinity": {}}}),
+            json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}}}),
+            vec![],
+        ),
+        (
+            "changing pod anti-affinity is denied at its path",
+            json!({"affinity": {"podAntiAffinity": {}}}),
+            json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone"}]}}}),
+            vec![format!("spec.affinity.podAntiAffinity: {detail}")],
+        ),
+        (
+            "a pod whose update removes its last gate is judged by the old pod (gated)",
+            gated(json!({"nodeSelector": {"a": "1"}})),
+            json!({"nodeSelector": {"a": "1", "rack": "r1"}}),
+            vec![],
+        ),
+    ];
+    for (name, old, new, want) in cases {
+        assert_eq!(run(old, new), want, "{name}");
+    }
+}
+
+#[test]
+fn gates_and_tolerations() {
+    let t_ready = json!({"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300});
+    let cases: Vec<(&str, Value, Value, Vec<&str>)> = vec![
+        ("removing the gate is allowed", gated(json!({})), json!({}), vec![]),
+        (
+            "reordering gates is allowed",
+            json!({"schedulingGates": [{"name": "a"}, {"name": "b"}]}),
+            json!({"schedulingGates": [{"name": "b"}, {"name": "a"}]}),
+            vec![],
+        ),
+        (
+            "a new gate is forbidden",
+            gated(json!({})),
+            json!({"schedulingGates": [{"name": "example.com/gate"}, {"name": "example.com/second"}]}),
+            vec!["spec.schedulingGates[1].name: Forbidden: only deletion is allowed, but found new scheduling gate 'example.com/second'"],
+        ),
+        (
+            "a new gate on a pod that had none is forbidden",
+            json!({}),
+            json!({"schedulingGates": [{"name": "x"}]}),
+            vec!["spec.schedulingGates[0].name: Forbidden: only deletion is allowed, but found new scheduling gate 'x'"],
+        ),
+        (
+            "adding a toleration is allowed",
+            json!({"tolerations": [t_ready.clone()]}),
+            json!({"tolerations": [t_ready.clone(), {"key": "gpu", "operator": "Exists"}]}),
+            vec![],
+        ),
+        (
+            "changing tolerationSeconds is allowed",
+            json!({"tolerations": [t_ready.clone()]}),
+            json!({"tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}]}),
+            vec![],
+        ),
+        (
+            "removing a toleration is forbidden",
+            json!({"tolerations": [t_ready.clone()]}),
+            json!({}),
+            vec!["spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"],
+        ),
+        (
+            "changing a toleration's effect is forbidden",
+            json!({"tolerations": [t_ready.clone()]}),
+            json!({"tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"}]}),
+            vec!["spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds"],
+        ),
+    ];
+    for (name, old, new, want) in cases {
+        assert_eq!(run(old, new), want, "{name}");
+    }
+}
+
+#[test]
+fn allowed_users_restrict_who_may_tighten() {
+    let cfg = MutableDirectives {
+        allowed_users: vec![
+            "system:serviceaccount:kueue-system:kueue-controller-manager".into(),
+            "group:system:masters".into(),
+        ],
+        ..Default::default()
+    };
+    let old = gated(json!({}));
+    let new = gated(json!({"nodeSelector": {"zone": "a"}}));
+    let masters = vec!["system:masters".to_string()];
+    assert!(run_as(old.clone(), new.clone(), "admin", &masters, &cfg).is_empty());
+    assert!(run_as(old.clone(), new.clone(), "system:serviceaccount:kueue-system:kueue-controller-manager", &[], &cfg).is_empty());
+    assert_eq!(
+        run_as(old.clone(), new.clone(), "bob", &["devs".to_string()], &cfg),
+        vec![r#"spec.nodeSelector: Forbidden: user "bob" may not change the scheduling directives of a gated pod; allowed: system:serviceaccount:kueue-system:kueue-controller-manager, group:system:masters"#]
+    );
+    // Removing the gate alone is not a directive change.
+    assert!(run_as(old.clone(), json!({}), "bob", &[], &cfg).is_empty());
+    // Node affinity changes are directives too.
+    let na = gated(json!({"affinity": required(json!([{"matchExpressions": [expr("a", "Exists", &[])]}]))}));
+    assert_eq!(
+        run_as(old, na, "bob", &[], &cfg)[0],
+        r#"spec.affinity.nodeAffinity: Forbidden: user "bob" may not change the scheduling directives of a gated pod; allowed: system:serviceaccount:kueue-system:kueue-controller-manager, group:system:masters"#
+    );
+}
+
+/// Denials with their hints, as a controller author reads them.
+#[test]
+fn refused_updates_explain_the_legal_form() {
+    let cases: Vec<(&str, Value, Value)> = vec![
+        (
+            "zone In [a,b] narrowed to zone In [a]",
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
+        ),
+        (
+            "term rewritten to something wider",
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))})),
+        ),
+        (
+            "two terms collapsed into one narrower term",
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"]), expr("disk", "In", &["ssd"])]}]))})),
+        ),
+        (
+            "a term added",
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))})),
+        ),
+        (
+            "nodeSelector key moved into node affinity",
+            gated(json!({"nodeSelector": {"disktype": "ssd"}})),
+            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("disktype", "In", &["ssd"]), expr("zone", "In", &["a"])]}]))})),
+        ),
+        (
+            "nodeSelector value changed",
+            gated(json!({"nodeSelector": {"disktype": "ssd"}})),
+            gated(json!({"nodeSelector": {"disktype": "hdd"}})),
+        ),
+        (
+            "toleration removed",
+            json!({"tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}),
+            json!({}),
+        ),
+    ];
+    let mut out = String::new();
+    for (name, old, new) in cases {
+        out.push_str(&format!("## {name}\n"));
+        for p in check(&spec(old), &spec(new), &User::default(), &MutableDirectives::default()) {
+            out.push_str(&format!("error: {}\nhint:  {}\n", p.error, p.hint.unwrap_or_default()));
+        }
+        out.push('\n');
+    }
+    insta::assert_snapshot!(out);
+}

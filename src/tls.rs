@@ -1,0 +1,134 @@
+//! TLS material: loading a certificate/key pair, and generating a self-signed development
+//! certificate for localhost so that `serve` works with no flags.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use openssl::asn1::Asn1Time;
+use openssl::bn::{BigNum, MsbOption};
+use openssl::ec::{EcGroup, EcKey};
+use openssl::hash::MessageDigest;
+use openssl::nid::Nid;
+use openssl::pkey::PKey;
+use openssl::ssl::{SslAcceptor, SslAcceptorBuilder, SslFiletype, SslMethod};
+use openssl::x509::extension::{
+    AuthorityKeyIdentifier, BasicConstraints, ExtendedKeyUsage, SubjectAlternativeName,
+    SubjectKeyIdentifier,
+};
+use openssl::x509::{X509NameBuilder, X509};
+
+/// Paths of a PEM certificate and its key.
+#[derive(Clone, Debug)]
+pub struct CertPair {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+/// Writes a self-signed certificate for `localhost`, `127.0.0.1` and `::1` into `dir`.
+/// It is its own CA, so `curl --cacert cert.pem` trusts it.
+pub fn generate_dev_cert(dir: &Path) -> Result<CertPair> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
+    let key = PKey::from_ec_key(EcKey::generate(&group)?)?;
+
+    let mut name = X509NameBuilder::new()?;
+    name.append_entry_by_nid(Nid::COMMONNAME, "placement-guard dev")?;
+    let name = name.build();
+
+    let mut b = X509::builder()?;
+    b.set_version(2)?;
+    let mut serial = BigNum::new()?;
+    serial.rand(127, MsbOption::MAYBE_ZERO, false)?;
+    let serial = serial.to_asn1_integer()?;
+    b.set_serial_number(&serial)?;
+    b.set_subject_name(&name)?;
+    b.set_issuer_name(&name)?;
+    b.set_pubkey(&key)?;
+    let (from, to) = (Asn1Time::days_from_now(0)?, Asn1Time::days_from_now(365)?);
+    b.set_not_before(&from)?;
+    b.set_not_after(&to)?;
+    b.append_extension(BasicConstraints::new().critical().ca().build()?)?;
+    b.append_extension(ExtendedKeyUsage::new().server_auth().build()?)?;
+    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(None, None))?;
+    b.append_extension(ski)?;
+    let aki = AuthorityKeyIdentifier::new()
+        .keyid(true)
+        .build(&b.x509v3_context(None, None))?;
+    b.append_extension(aki)?;
+    let san = SubjectAlternativeName::new()
+        .dns("localhost")
+        .ip("127.0.0.1")
+        .ip("::1")
+        .build(&b.x509v3_context(None, None))?;
+    b.append_extension(san)?;
+    b.sign(&key, MessageDigest::sha256())?;
+    let cert = b.build();
+
+    let pair = CertPair {
+        cert: dir.join("tls.crt"),
+        key: dir.join("tls.key"),
+    };
+    std::fs::write(&pair.cert, cert.to_pem()?)
+        .with_context(|| format!("writing {}", pair.cert.display()))?;
+    write_private(&pair.key, &key.private_key_to_pem_pkcs8()?)?;
+    Ok(pair)
+}
+
+#[cfg(unix)]
+fn write_private(path: &Path, data: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(data)?;
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &Path, data: &[u8]) -> Result<()> {
+    std::fs::write(path, data).with_context(|| format!("writing {}", path.display()))
+}
+
+/// An acceptor for `pair` (TLS 1.2+, Mozilla intermediate settings).
+pub fn acceptor(pair: &CertPair) -> Result<SslAcceptorBuilder> {
+    let mut b = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server())?;
+    b.set_private_key_file(&pair.key, SslFiletype::PEM)
+        .with_context(|| format!("loading TLS key {}", pair.key.display()))?;
+    b.set_certificate_chain_file(&pair.cert)
+        .with_context(|| format!("loading TLS certificate {}", pair.cert.display()))?;
+    b.check_private_key()
+        .context("the TLS key does not match the certificate")?;
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dev_cert_loads_and_names_localhost() {
+        let dir = std::env::temp_dir().join(format!("pg-tls-test-{}", std::process::id()));
+        let pair = generate_dev_cert(&dir).unwrap();
+        acceptor(&pair).unwrap();
+        let cert = X509::from_pem(&std::fs::read(&pair.cert).unwrap()).unwrap();
+        let names: Vec<String> = cert
+            .subject_alt_names()
+            .unwrap()
+            .iter()
+            .map(|n| {
+                n.dnsname()
+                    .map(str::to_string)
+                    .or_else(|| n.ipaddress().map(|ip| format!("{ip:?}")))
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(names[0], "localhost");
+        assert_eq!(names.len(), 3);
+        std::fs::remove_dir_all(dir).ok();
+    }
+}
