@@ -227,6 +227,14 @@ fn strip_position(msg: &str) -> String {
     }
 }
 
+fn not_an_object(kind: Kind) -> ParseError {
+    ParseError {
+        kind: kind.name(),
+        path: String::new(),
+        message: "expected a JSON object".to_string(),
+    }
+}
+
 fn selector_from(value: Option<Value>) -> Option<LabelSelector> {
     let value = value?;
     let obj = value.as_object()?;
@@ -307,6 +315,9 @@ where
 /// Reads the pod template of an object of `kind` from raw JSON, touching only the fields the
 /// rules need.
 pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
+    if !json.trim_start().starts_with('{') {
+        return Err(not_an_object(kind));
+    }
     let mut de = serde_json::Deserializer::from_str(json);
     let t = parse_with(kind, &mut de)?;
     de.end().map_err(|e| ParseError {
@@ -319,6 +330,9 @@ pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
 
 /// Reads the pod template of an already parsed object (manifests read by `check`).
 pub fn parse_value(kind: Kind, value: &Value) -> Result<PodTemplate, ParseError> {
+    if !value.is_object() {
+        return Err(not_an_object(kind));
+    }
     parse_with(kind, value)
 }
 
