@@ -115,7 +115,9 @@ fn operation_name(op: Operation) -> &'static str {
 
 fn parse_envelope(body: &[u8]) -> Result<(TypeMeta, AdmissionRequest<RawObject>), BadRequest> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    if first.is_some_and(|b| *b != b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
+    if first.is_some_and(|b| *b != b'{')
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+    {
         return Err(BadRequest(
             "request body is not an AdmissionReview: expected a JSON object".to_string(),
         ));
@@ -142,10 +144,7 @@ fn parse_envelope(body: &[u8]) -> Result<(TypeMeta, AdmissionRequest<RawObject>)
     let mut req = env
         .request
         .ok_or_else(|| BadRequest("AdmissionReview has no request".to_string()))?;
-    let types = TypeMeta {
-        api_version,
-        kind,
-    };
+    let types = TypeMeta { api_version, kind };
     req.types = types.clone();
     Ok((types, req))
 }
@@ -262,7 +261,10 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> Vec<u8> {
-        let path = format!("{}/testdata/admission-reviews/{name}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}/testdata/admission-reviews/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
@@ -276,31 +278,47 @@ mod tests {
         let cases = [
             ("pod-update-add-nodeselector-gated.validate.json", true),
             ("pod-update-add-nodeselector-gated-2.validate.json", true),
-            ("pod-update-add-required-nodeaffinity-gated.validate.json", true),
-            ("pod-update-add-nodeaffinity-expression-gated.validate.json", true),
+            (
+                "pod-update-add-required-nodeaffinity-gated.validate.json",
+                true,
+            ),
+            (
+                "pod-update-add-nodeaffinity-expression-gated.validate.json",
+                true,
+            ),
             ("pod-update-add-toleration-gated.validate.json", true),
             ("pod-update-ungate-and-add-nodeselector.validate.json", true),
             ("pod-update-ungate-only.validate.json", true),
             ("pod-update-labels-only-ungated.validate.json", true),
             ("pod-update-denied.validate.json", true),
             ("pod-create-gated.validate.json", true),
-            ("deployment-update-template-add-nodeselector.validate.json", true),
+            (
+                "deployment-update-template-add-nodeselector.validate.json",
+                true,
+            ),
             // The apiserver refused this one before any validating webhook; we refuse it too.
-            ("pod-update-remove-nodeselector-key-gated.mutate.json", false),
+            (
+                "pod-update-remove-nodeselector-key-gated.mutate.json",
+                false,
+            ),
         ];
         for (name, allowed) in cases {
             let a = answer(name);
             assert_eq!(a["response"]["allowed"], allowed, "{name}: {a}");
             assert_eq!(a["apiVersion"], "admission.k8s.io/v1");
             assert_eq!(a["kind"], "AdmissionReview");
-            let uid = serde_json::from_slice::<serde_json::Value>(&fixture(name)).unwrap()["request"]["uid"].clone();
+            let uid = serde_json::from_slice::<serde_json::Value>(&fixture(name)).unwrap()
+                ["request"]["uid"]
+                .clone();
             assert_eq!(a["response"]["uid"], uid, "{name}");
         }
     }
 
     #[test]
     fn denial_response_snapshot() {
-        insta::assert_json_snapshot!(answer("pod-update-remove-nodeselector-key-gated.mutate.json"));
+        insta::assert_json_snapshot!(answer(
+            "pod-update-remove-nodeselector-key-gated.mutate.json"
+        ));
     }
 
     #[test]
@@ -359,7 +377,10 @@ mod tests {
         // Broken objects prove they were not read.
         let status = String::from_utf8(pod_update(r#","object":7"#, r#","oldObject":7"#))
             .unwrap()
-            .replace(r#""namespace":"demo""#, r#""namespace":"demo","subResource":"status""#);
+            .replace(
+                r#""namespace":"demo""#,
+                r#""namespace":"demo","subResource":"status""#,
+            );
         let delete = String::from_utf8(pod_update(r#","object":7"#, r#","oldObject":7"#))
             .unwrap()
             .replace("UPDATE", "DELETE");

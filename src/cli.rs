@@ -13,7 +13,11 @@ use crate::server::{self, ServeOptions};
 use crate::tls::{self, CertPair};
 
 #[derive(Parser, Debug)]
-#[command(name = "placement-guard", version, about = "Admission server and CI checker for pod scheduling directives")]
+#[command(
+    name = "placement-guard",
+    version,
+    about = "Admission server and CI checker for pod scheduling directives"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -94,7 +98,15 @@ pub fn run() -> ExitCode {
         }
     };
     match cli.command {
-        Command::Serve { addr, tls_cert, tls_key, dev_cert_dir, rules, workers, log_format } => {
+        Command::Serve {
+            addr,
+            tls_cert,
+            tls_key,
+            dev_cert_dir,
+            rules,
+            workers,
+            log_format,
+        } => {
             init_logging(log_format);
             let rules = match load_rules(rules.as_ref()) {
                 Ok(r) => r,
@@ -103,18 +115,28 @@ pub fn run() -> ExitCode {
             let cert = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => CertPair { cert, key },
                 _ => {
-                    let dir = dev_cert_dir.unwrap_or_else(|| std::env::temp_dir().join("placement-guard-dev"));
+                    let dir = dev_cert_dir
+                        .unwrap_or_else(|| std::env::temp_dir().join("placement-guard-dev"));
                     match tls::generate_dev_cert(&dir) {
                         Ok(pair) => {
                             println!("dev certificate: {} (try: curl --cacert {} https://127.0.0.1:{}/healthz)",
                                 pair.cert.display(), pair.cert.display(), addr.rsplit(':').next().unwrap_or("8443"));
                             pair
                         }
-                        Err(e) => return fail(format!("cannot generate a development certificate: {e:#}")),
+                        Err(e) => {
+                            return fail(format!(
+                                "cannot generate a development certificate: {e:#}"
+                            ))
+                        }
                     }
                 }
             };
-            let opts = ServeOptions { addr, cert, rules, workers };
+            let opts = ServeOptions {
+                addr,
+                cert,
+                rules,
+                workers,
+            };
             match actix_web::rt::System::new().block_on(server::serve(opts)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail(format!("{e:#}")),
@@ -136,7 +158,11 @@ pub fn run() -> ExitCode {
                         Err(e) => return fail(e),
                     };
                     println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-                    if r.allowed { ExitCode::SUCCESS } else { ExitCode::from(1) }
+                    if r.allowed {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    }
                 }
                 Err(e) => fail(format!("{file}: {e}")),
             }
@@ -155,7 +181,9 @@ pub fn run() -> ExitCode {
 fn read_input(file: &str) -> Result<Vec<u8>, String> {
     if file == "-" {
         let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(|e| format!("cannot read stdin: {e}"))?;
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("cannot read stdin: {e}"))?;
         Ok(buf)
     } else {
         std::fs::read(file).map_err(|e| format!("cannot read {file}: {e}"))
@@ -165,7 +193,9 @@ fn read_input(file: &str) -> Result<Vec<u8>, String> {
 fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

@@ -133,17 +133,29 @@ impl RuleSet {
             return Err(at(
                 "apiVersion",
                 "apiVersion",
-                format!("Unsupported value: {:?}: supported values: {API_VERSION:?}", self.api_version),
+                format!(
+                    "Unsupported value: {:?}: supported values: {API_VERSION:?}",
+                    self.api_version
+                ),
             ));
         }
         if self.kind != KIND {
             return Err(at(
                 "kind",
                 "kind",
-                format!("Unsupported value: {:?}: supported values: {KIND:?}", self.kind),
+                format!(
+                    "Unsupported value: {:?}: supported values: {KIND:?}",
+                    self.kind
+                ),
             ));
         }
-        for (i, u) in self.spec.mutable_directives.allowed_users.iter().enumerate() {
+        for (i, u) in self
+            .spec
+            .mutable_directives
+            .allowed_users
+            .iter()
+            .enumerate()
+        {
             if u.trim().is_empty() || u == "group:" {
                 return Err(at(
                     "allowedUsers",
@@ -192,14 +204,18 @@ mod tests {
 
     #[test]
     fn sections_may_be_left_out() {
-        let r = RuleSet::from_yaml("r.yaml", "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\n")
-            .unwrap();
+        let r = RuleSet::from_yaml(
+            "r.yaml",
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\n",
+        )
+        .unwrap();
         assert_eq!(r, RuleSet::default());
     }
 
     #[test]
     fn load_errors_name_file_line_field_and_what_is_allowed() {
-        let head = "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  mutableDirectives:\n";
+        let head =
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  mutableDirectives:\n";
         let cases = [
             (
                 format!("{head}    action: block\n"),

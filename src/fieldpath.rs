@@ -254,7 +254,10 @@ mod tests {
             "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].topologyKey"
         );
         assert_eq!(
-            FieldPath::new("spec").child("nodeSelector").key("disktype").to_string(),
+            FieldPath::new("spec")
+                .child("nodeSelector")
+                .key("disktype")
+                .to_string(),
             "spec.nodeSelector[disktype]"
         );
         assert_eq!(FieldPath::root().to_string(), "<nil>");

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Affinity, PodSchedulingGate, Toleration, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{
+    Affinity, PodSchedulingGate, Toleration, TopologySpreadConstraint,
+};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]

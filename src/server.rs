@@ -99,7 +99,8 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     let state = web::Data::new(State {
         rules: Arc::new(opts.rules),
     });
-    let mut server = HttpServer::new(move || App::new().app_data(state.clone()).configure(configure));
+    let mut server =
+        HttpServer::new(move || App::new().app_data(state.clone()).configure(configure));
     if let Some(w) = opts.workers {
         server = server.workers(w);
     }

@@ -354,20 +354,64 @@ mod tests {
             "spec": {"nodeSelector": {"disktype": "ssd"}}
         });
         let cases = [
-            (Kind::Pod, json!({"metadata": {"labels": {"app": "web"}}, "spec": {"nodeSelector": {"disktype": "ssd"}}}), "spec"),
-            (Kind::PodTemplate, json!({"metadata": {"name": "t"}, "template": template}), "template.spec"),
-            (Kind::ReplicationController, json!({"spec": {"selector": {"app": "web"}, "template": template}}), "spec.template.spec"),
-            (Kind::Deployment, json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}}), "spec.template.spec"),
-            (Kind::StatefulSet, json!({"spec": {"template": template}}), "spec.template.spec"),
-            (Kind::DaemonSet, json!({"spec": {"template": template}}), "spec.template.spec"),
-            (Kind::ReplicaSet, json!({"spec": {"template": template}}), "spec.template.spec"),
-            (Kind::Job, json!({"spec": {"template": template}}), "spec.template.spec"),
-            (Kind::CronJob, json!({"spec": {"jobTemplate": {"spec": {"template": template}}}}), "spec.jobTemplate.spec.template.spec"),
+            (
+                Kind::Pod,
+                json!({"metadata": {"labels": {"app": "web"}}, "spec": {"nodeSelector": {"disktype": "ssd"}}}),
+                "spec",
+            ),
+            (
+                Kind::PodTemplate,
+                json!({"metadata": {"name": "t"}, "template": template}),
+                "template.spec",
+            ),
+            (
+                Kind::ReplicationController,
+                json!({"spec": {"selector": {"app": "web"}, "template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::Deployment,
+                json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::StatefulSet,
+                json!({"spec": {"template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::DaemonSet,
+                json!({"spec": {"template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::ReplicaSet,
+                json!({"spec": {"template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::Job,
+                json!({"spec": {"template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::CronJob,
+                json!({"spec": {"jobTemplate": {"spec": {"template": template}}}}),
+                "spec.jobTemplate.spec.template.spec",
+            ),
         ];
         for (kind, obj, path) in cases {
             let t = parse_value(kind, &obj).unwrap();
-            assert_eq!(t.spec.node_selector().get("disktype").map(String::as_str), Some("ssd"), "{kind:?}");
-            assert_eq!(t.template_meta.labels().get("app").map(String::as_str), Some("web"), "{kind:?}");
+            assert_eq!(
+                t.spec.node_selector().get("disktype").map(String::as_str),
+                Some("ssd"),
+                "{kind:?}"
+            );
+            assert_eq!(
+                t.template_meta.labels().get("app").map(String::as_str),
+                Some("web"),
+                "{kind:?}"
+            );
             assert_eq!(t.spec_path().to_string(), path);
             let from_raw = parse_json(kind, &obj.to_string()).unwrap();
             assert_eq!(from_raw, t);
@@ -384,9 +428,15 @@ mod tests {
 
     #[test]
     fn kinds_by_group_and_api_version() {
-        assert_eq!(Kind::from_api_version("apps/v1", "Deployment"), Some(Kind::Deployment));
+        assert_eq!(
+            Kind::from_api_version("apps/v1", "Deployment"),
+            Some(Kind::Deployment)
+        );
         assert_eq!(Kind::from_api_version("v1", "Pod"), Some(Kind::Pod));
-        assert_eq!(Kind::from_api_version("batch/v1", "CronJob"), Some(Kind::CronJob));
+        assert_eq!(
+            Kind::from_api_version("batch/v1", "CronJob"),
+            Some(Kind::CronJob)
+        );
         assert_eq!(Kind::from_api_version("v1", "Deployment"), None);
         assert_eq!(Kind::from_group_kind("apps.kruise.io", "CloneSet"), None);
     }
@@ -397,7 +447,10 @@ mod tests {
         let err = parse_value(Kind::Deployment, &obj).unwrap_err();
         assert_eq!(err.path, "spec.template.spec.nodeSelector");
         let err = parse_value(Kind::Pod, &json!({"kind": "Deployment"})).unwrap_err();
-        assert_eq!(err.to_string(), r#"Pod: kind: object has kind "Deployment", expected "Pod""#);
+        assert_eq!(
+            err.to_string(),
+            r#"Pod: kind: object has kind "Deployment", expected "Pod""#
+        );
         assert!(parse_value(Kind::Pod, &json!("a string")).is_err());
     }
 }

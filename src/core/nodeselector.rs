@@ -99,7 +99,13 @@ impl fmt::Display for Requirement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.op {
             Operator::In | Operator::NotIn => {
-                write!(f, "{} {} [{}]", self.key, self.op.as_str(), self.values.join(","))
+                write!(
+                    f,
+                    "{} {} [{}]",
+                    self.key,
+                    self.op.as_str(),
+                    self.values.join(",")
+                )
             }
             Operator::Exists | Operator::DoesNotExist => {
                 write!(f, "{} {}", self.key, self.op.as_str())
@@ -260,7 +266,9 @@ impl<'a> Facts<'a> {
                     k.must_exist = true;
                     match r.values.as_slice() {
                         [b] => match b.parse::<i64>() {
-                            Ok(n) if r.op == Operator::Gt => k.gt = Some(k.gt.map_or(n, |g| g.max(n))),
+                            Ok(n) if r.op == Operator::Gt => {
+                                k.gt = Some(k.gt.map_or(n, |g| g.max(n)))
+                            }
                             Ok(n) => k.lt = Some(k.lt.map_or(n, |l| l.min(n))),
                             Err(_) => k.broken = true,
                         },
@@ -278,7 +286,10 @@ impl<'a> Facts<'a> {
 
     fn implies(&self, r: &Requirement) -> bool {
         let empty = KeyFacts::default();
-        let k = self.by_key.get(&(r.source, r.key.as_str())).unwrap_or(&empty);
+        let k = self
+            .by_key
+            .get(&(r.source, r.key.as_str()))
+            .unwrap_or(&empty);
         match r.op {
             Operator::Exists => k.must_exist,
             Operator::DoesNotExist => k.must_not_exist,
@@ -292,7 +303,9 @@ impl<'a> Facts<'a> {
                     || r.values.iter().all(|x| k.excluded.contains(x))
                     || k.possible_values()
                         .is_some_and(|vals| vals.iter().all(|v| !r.values.iter().any(|x| x == v)))
-                    || r.values.iter().all(|x| !k.value_possible(x) && k.must_exist)
+                    || r.values
+                        .iter()
+                        .all(|x| !k.value_possible(x) && k.must_exist)
             }
             Operator::Gt | Operator::Lt => {
                 let [b] = r.values.as_slice() else {
@@ -304,7 +317,13 @@ impl<'a> Facts<'a> {
                 if !k.must_exist {
                     return false;
                 }
-                let check = |n: i64| if r.op == Operator::Gt { n > bound } else { n < bound };
+                let check = |n: i64| {
+                    if r.op == Operator::Gt {
+                        n > bound
+                    } else {
+                        n < bound
+                    }
+                };
                 if let Some(vals) = k.possible_values() {
                     return vals.iter().all(|v| v.parse::<i64>().is_ok_and(check));
                 }

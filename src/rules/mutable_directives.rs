@@ -2,13 +2,17 @@
 //! `ValidatePodUpdate` applies it, restricted to the scheduling directives, plus what the
 //! apiserver does not say: whether a refused change was really a tightening, and its legal form.
 
-use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, Toleration};
+use k8s_openapi::api::core::v1::{
+    Affinity, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, Toleration,
+};
 use serde_json::{json, Value};
 
 use super::semantic::{map_eq, SemEq};
 use super::User;
 use crate::config::MutableDirectives;
-use crate::core::nodeselector::{constraint_implies, pod_node_constraint, Requirement, Source, Term};
+use crate::core::nodeselector::{
+    constraint_implies, pod_node_constraint, Requirement, Source, Term,
+};
 use crate::fieldpath::{FieldError, FieldPath};
 use crate::model::PodSpec;
 
@@ -35,7 +39,11 @@ fn required_terms(na: Option<&NodeAffinity>) -> Option<&[NodeSelectorTerm]> {
 pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives) -> Vec<Problem> {
     let spec = FieldPath::new("spec");
     let mut out = Vec::new();
-    out.extend(check_tolerations(old.tolerations(), new.tolerations(), &spec.child("tolerations")));
+    out.extend(check_tolerations(
+        old.tolerations(),
+        new.tolerations(),
+        &spec.child("tolerations"),
+    ));
     out.extend(check_gates(old, new, &spec.child("schedulingGates")));
     if old.is_gated() {
         let selector_changed = !map_eq(&old.node_selector, &new.node_selector);
@@ -68,7 +76,12 @@ pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives)
             pod_node_constraint(old.node_selector(), required_terms(old_na)).as_deref(),
         );
         if selector_changed {
-            out.extend(check_node_selector(old, new, tightening, &spec.child("nodeSelector")));
+            out.extend(check_node_selector(
+                old,
+                new,
+                tightening,
+                &spec.child("nodeSelector"),
+            ));
         }
         let na_path = spec.child("affinity").child("nodeAffinity");
         if affinity_changed {
@@ -100,7 +113,10 @@ fn describe_toleration(t: &Toleration) -> String {
     if let Some(k) = t.key.as_deref().filter(|k| !k.is_empty()) {
         parts.push(format!("key={k}"));
     }
-    parts.push(format!("operator={}", t.operator.as_deref().unwrap_or("Equal")));
+    parts.push(format!(
+        "operator={}",
+        t.operator.as_deref().unwrap_or("Equal")
+    ));
     if let Some(v) = t.value.as_deref().filter(|v| !v.is_empty()) {
         parts.push(format!("value={v}"));
     }
@@ -146,7 +162,12 @@ fn check_gates(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec<Problem> {
         .collect()
 }
 
-fn check_node_selector(old: &PodSpec, new: &PodSpec, tightening: bool, path: &FieldPath) -> Option<Problem> {
+fn check_node_selector(
+    old: &PodSpec,
+    new: &PodSpec,
+    tightening: bool,
+    path: &FieldPath,
+) -> Option<Problem> {
     let new_sel = new.node_selector();
     let mut lost = Vec::new();
     for (k, v) in old.node_selector() {
@@ -214,7 +235,11 @@ fn term_requirements(t: &NodeSelectorTerm) -> Vec<Requirement> {
 fn quote_reqs(reqs: &[Requirement]) -> String {
     reqs.iter()
         .map(|r| {
-            let prefix = if r.source == Source::Field { "field " } else { "" };
+            let prefix = if r.source == Source::Field {
+                "field "
+            } else {
+                ""
+            };
             format!("\"{prefix}{r}\"")
         })
         .collect::<Vec<_>>()
@@ -275,7 +300,11 @@ fn check_node_affinity(
     out
 }
 
-fn terms_count_hint(old: &[NodeSelectorTerm], new: &[NodeSelectorTerm], tightening: bool) -> String {
+fn terms_count_hint(
+    old: &[NodeSelectorTerm],
+    new: &[NodeSelectorTerm],
+    tightening: bool,
+) -> String {
     let (o, n) = (old.len(), new.len());
     if tightening {
         if let [only] = new {
@@ -304,8 +333,12 @@ fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> String
             "nodeSelectorTerms[{i}] was empty (it matches no node) and can never be changed while gated"
         );
     }
-    let old_term = Term { requirements: old_reqs.clone() };
-    let new_term = Term { requirements: new_reqs.clone() };
+    let old_term = Term {
+        requirements: old_reqs.clone(),
+    };
+    let new_term = Term {
+        requirements: new_reqs.clone(),
+    };
     let rewritten = format!("nodeSelectorTerms[{i}] rewrites \"{old_term}\" as \"{new_term}\"");
     if new_term.implies(&old_term) {
         let extra: Vec<Requirement> = new_reqs
@@ -340,7 +373,11 @@ fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec
                     ..Default::default()
                 })
             }
-            Some(m) if old.affinity.is_none() && m.pod_affinity.is_none() && m.pod_anti_affinity.is_none() => {
+            Some(m)
+                if old.affinity.is_none()
+                    && m.pod_affinity.is_none()
+                    && m.pod_anti_affinity.is_none() =>
+            {
                 munged = None;
             }
             Some(m) => m.node_affinity = old_na.clone(),
@@ -356,17 +393,25 @@ fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec
     if !m.pod_affinity.sem_eq(&o.pod_affinity) {
         out.push(Problem {
             error: FieldError::forbidden(path.child("podAffinity"), immutable),
-            hint: Some("pod affinity is fixed at creation; recreate the pod to change it".to_string()),
+            hint: Some(
+                "pod affinity is fixed at creation; recreate the pod to change it".to_string(),
+            ),
         });
     }
     if !m.pod_anti_affinity.sem_eq(&o.pod_anti_affinity) {
         out.push(Problem {
             error: FieldError::forbidden(path.child("podAntiAffinity"), immutable),
-            hint: Some("pod anti-affinity is fixed at creation; recreate the pod to change it".to_string()),
+            hint: Some(
+                "pod anti-affinity is fixed at creation; recreate the pod to change it".to_string(),
+            ),
         });
     }
     if out.is_empty() {
-        let what = if old.affinity.is_none() { "added" } else { "removed" };
+        let what = if old.affinity.is_none() {
+            "added"
+        } else {
+            "removed"
+        };
         out.push(Problem {
             error: FieldError::forbidden(
                 path.clone(),

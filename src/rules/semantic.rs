@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodAffinity,
-    PodAffinityTerm, PodAntiAffinity, PreferredSchedulingTerm, Toleration,
-    WeightedPodAffinityTerm,
+    PodAffinityTerm, PodAntiAffinity, PreferredSchedulingTerm, Toleration, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
@@ -46,7 +45,9 @@ impl SemEq for String {
 
 /// nil and empty slices are equal.
 pub fn list_eq<T: SemEq>(a: &Option<Vec<T>>, b: &Option<Vec<T>>) -> bool {
-    a.as_deref().unwrap_or(&[]).sem_eq(b.as_deref().unwrap_or(&[]))
+    a.as_deref()
+        .unwrap_or(&[])
+        .sem_eq(b.as_deref().unwrap_or(&[]))
 }
 
 /// nil and empty maps are equal.

@@ -38,17 +38,28 @@ fn run(old: Value, new: Value) -> Vec<String> {
     run_as(old, new, "admin", &[], &MutableDirectives::default())
 }
 
-fn run_as(old: Value, new: Value, user: &str, groups: &[String], cfg: &MutableDirectives) -> Vec<String> {
-    let user = User { username: user, groups };
+fn run_as(
+    old: Value,
+    new: Value,
+    user: &str,
+    groups: &[String],
+    cfg: &MutableDirectives,
+) -> Vec<String> {
+    let user = User {
+        username: user,
+        groups,
+    };
     check(&spec(old), &spec(new), &user, cfg)
         .into_iter()
         .map(|p| p.error.to_string())
         .collect()
 }
 
-const NS_ONLY_ADD: &str = "only additions to spec.nodeSelector are allowed (no mutations or deletions)";
+const NS_ONLY_ADD: &str =
+    "only additions to spec.nodeSelector are allowed (no mutations or deletions)";
 const TERM_ONLY_ADD: &str = "only additions are allowed (no mutations or deletions)";
-const TERMS: &str = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+const TERMS: &str =
+    "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
 
 #[test]
 fn node_selector_on_gated_pods() {
@@ -75,19 +86,25 @@ fn node_selector_on_gated_pods() {
             "removing a key is denied",
             gated(json!({"nodeSelector": {"disktype": "ssd", "zone": "a"}})),
             gated(json!({"nodeSelector": {"zone": "a"}})),
-            vec![format!(r#"spec.nodeSelector: Invalid value: {{"zone":"a"}}: {NS_ONLY_ADD}"#)],
+            vec![format!(
+                r#"spec.nodeSelector: Invalid value: {{"zone":"a"}}: {NS_ONLY_ADD}"#
+            )],
         ),
         (
             "removing every key is denied (the field is then absent)",
             gated(json!({"nodeSelector": {"disktype": "ssd"}})),
             gated(json!({})),
-            vec![format!("spec.nodeSelector: Invalid value: {{}}: {NS_ONLY_ADD}")],
+            vec![format!(
+                "spec.nodeSelector: Invalid value: {{}}: {NS_ONLY_ADD}"
+            )],
         ),
         (
             "changing a value is denied, reported once",
             gated(json!({"nodeSelector": {"a": "1", "b": "2"}})),
             gated(json!({"nodeSelector": {"a": "x", "b": "y"}})),
-            vec![format!(r#"spec.nodeSelector: Invalid value: {{"a":"x","b":"y"}}: {NS_ONLY_ADD}"#)],
+            vec![format!(
+                r#"spec.nodeSelector: Invalid value: {{"a":"x","b":"y"}}: {NS_ONLY_ADD}"#
+            )],
         ),
         (
             "empty new map equals absent old map",
@@ -265,7 +282,12 @@ fn affinity_objects_compare_as_pointers() {
 fn ungated_pods_may_not_change_directives() {
     let detail = "Forbidden: pod updates may not change nodeSelector or affinity unless the pod has scheduling gates (the old pod has none)";
     let cases: Vec<(&str, Value, Value, Vec<String>)> = vec![
-        ("no change is fine", json!({"nodeSelector": {"a": "1"}}), json!({"nodeSelector": {"a": "1"}}), vec![]),
+        (
+            "no change is fine",
+            json!({"nodeSelector": {"a": "1"}}),
+            json!({"nodeSelector": {"a": "1"}}),
+            vec![],
+        ),
         (
             "adding a key is denied",
             json!({"nodeSelector": {"a": "1"}}),
@@ -368,15 +390,26 @@ fn allowed_users_restrict_who_may_tighten() {
     let new = gated(json!({"nodeSelector": {"zone": "a"}}));
     let masters = vec!["system:masters".to_string()];
     assert!(run_as(old.clone(), new.clone(), "admin", &masters, &cfg).is_empty());
-    assert!(run_as(old.clone(), new.clone(), "system:serviceaccount:kueue-system:kueue-controller-manager", &[], &cfg).is_empty());
+    assert!(run_as(
+        old.clone(),
+        new.clone(),
+        "system:serviceaccount:kueue-system:kueue-controller-manager",
+        &[],
+        &cfg
+    )
+    .is_empty());
     assert_eq!(
         run_as(old.clone(), new.clone(), "bob", &["devs".to_string()], &cfg),
-        vec![r#"spec.nodeSelector: Forbidden: user "bob" may not change the scheduling directives of a gated pod; allowed: system:serviceaccount:kueue-system:kueue-controller-manager, group:system:masters"#]
+        vec![
+            r#"spec.nodeSelector: Forbidden: user "bob" may not change the scheduling directives of a gated pod; allowed: system:serviceaccount:kueue-system:kueue-controller-manager, group:system:masters"#
+        ]
     );
     // Removing the gate alone is not a directive change.
     assert!(run_as(old.clone(), json!({}), "bob", &[], &cfg).is_empty());
     // Node affinity changes are directives too.
-    let na = gated(json!({"affinity": required(json!([{"matchExpressions": [expr("a", "Exists", &[])]}]))}));
+    let na = gated(
+        json!({"affinity": required(json!([{"matchExpressions": [expr("a", "Exists", &[])]}]))}),
+    );
     assert_eq!(
         run_as(old, na, "bob", &[], &cfg)[0],
         r#"spec.affinity.nodeAffinity: Forbidden: user "bob" may not change the scheduling directives of a gated pod; allowed: system:serviceaccount:kueue-system:kueue-controller-manager, group:system:masters"#
@@ -389,28 +422,46 @@ fn refused_updates_explain_the_legal_form() {
     let cases: Vec<(&str, Value, Value)> = vec![
         (
             "zone In [a,b] narrowed to zone In [a]",
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))})),
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))}),
+            ),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))}),
+            ),
         ),
         (
             "term rewritten to something wider",
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))})),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))}),
+            ),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))}),
+            ),
         ),
         (
             "two terms collapsed into one narrower term",
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))})),
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"]), expr("disk", "In", &["ssd"])]}]))})),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))}),
+            ),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"]), expr("disk", "In", &["ssd"])]}]))}),
+            ),
         ),
         (
             "a term added",
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))})),
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))})),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]))}),
+            ),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))}),
+            ),
         ),
         (
             "nodeSelector key moved into node affinity",
             gated(json!({"nodeSelector": {"disktype": "ssd"}})),
-            gated(json!({"affinity": required(json!([{"matchExpressions": [expr("disktype", "In", &["ssd"]), expr("zone", "In", &["a"])]}]))})),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("disktype", "In", &["ssd"]), expr("zone", "In", &["a"])]}]))}),
+            ),
         ),
         (
             "nodeSelector value changed",
@@ -426,8 +477,17 @@ fn refused_updates_explain_the_legal_form() {
     let mut out = String::new();
     for (name, old, new) in cases {
         out.push_str(&format!("## {name}\n"));
-        for p in check(&spec(old), &spec(new), &User::default(), &MutableDirectives::default()) {
-            out.push_str(&format!("error: {}\nhint:  {}\n", p.error, p.hint.unwrap_or_default()));
+        for p in check(
+            &spec(old),
+            &spec(new),
+            &User::default(),
+            &MutableDirectives::default(),
+        ) {
+            out.push_str(&format!(
+                "error: {}\nhint:  {}\n",
+                p.error,
+                p.hint.unwrap_or_default()
+            ));
         }
         out.push('\n');
     }

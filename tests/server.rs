@@ -1,0 +1,164 @@
+mod common;
+
+use common::{client, fixture, start};
+use serde_json::Value;
+
+#[actix_rt::test]
+async fn health_and_readiness() {
+    let s = start(&[]);
+    let c = client(&s.ca);
+    for path in ["/healthz", "/readyz"] {
+        let mut r = c.get(format!("{}{path}", s.base)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.body().await.unwrap(), "ok");
+    }
+}
+
+#[actix_rt::test]
+async fn validate_answers_recorded_requests() {
+    let s = start(&[]);
+    let c = client(&s.ca);
+    let cases = [
+        ("pod-update-add-nodeselector-gated.validate.json", true),
+        (
+            "pod-update-add-required-nodeaffinity-gated.validate.json",
+            true,
+        ),
+        (
+            "pod-update-add-nodeaffinity-expression-gated.validate.json",
+            true,
+        ),
+        ("pod-update-ungate-and-add-nodeselector.validate.json", true),
+        ("pod-update-add-toleration-gated.validate.json", true),
+        ("pod-create-gated.validate.json", true),
+        ("deployment-create-zone-anti-affinity.validate.json", true),
+        (
+            "pod-update-remove-nodeselector-key-gated.mutate.json",
+            false,
+        ),
+    ];
+    for (name, allowed) in cases {
+        let body = fixture(name);
+        let uid = serde_json::from_slice::<Value>(&body).unwrap()["request"]["uid"].clone();
+        let mut r = c
+            .post(format!("{}/validate", s.base))
+            .content_type("application/json")
+            .send_body(body)
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{name}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["kind"], "AdmissionReview");
+        assert_eq!(v["response"]["uid"], uid, "{name}");
+        assert_eq!(v["response"]["allowed"], allowed, "{name}: {v}");
+        if !allowed {
+            assert_eq!(v["response"]["status"]["code"], 403);
+            assert!(v["response"]["status"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("spec.nodeSelector: Invalid value"));
+            assert!(!v["response"]["warnings"].as_array().unwrap().is_empty());
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn warn_action_allows_with_warnings() {
+    let dir = common::temp_dir("rules");
+    let rules = dir.join("rules.yaml");
+    std::fs::write(
+        &rules,
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  mutableDirectives:\n    action: warn\n",
+    )
+    .unwrap();
+    let s = start(&["--rules", rules.to_str().unwrap()]);
+    let c = client(&s.ca);
+    let mut r = c
+        .post(format!("{}/validate", s.base))
+        .send_body(fixture(
+            "pod-update-remove-nodeselector-key-gated.mutate.json",
+        ))
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["response"]["allowed"], true);
+    let w: Vec<&str> = v["response"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(w[0], "mutable-directives: spec.nodeSelector: Invalid value: {}: only additions to spec.nodeSelector are allowed (no mutations or deletions)");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[actix_rt::test]
+async fn bad_input_gets_400_or_413_with_a_reason() {
+    let s = start(&[]);
+    let c = client(&s.ca);
+    let pod_update_without_old = {
+        let mut v: Value =
+            serde_json::from_slice(&fixture("pod-update-add-nodeselector-gated.validate.json"))
+                .unwrap();
+        v["request"].as_object_mut().unwrap().remove("oldObject");
+        serde_json::to_vec(&v).unwrap()
+    };
+    let not_a_pod = {
+        let mut v: Value =
+            serde_json::from_slice(&fixture("pod-update-add-nodeselector-gated.validate.json"))
+                .unwrap();
+        v["request"]["object"] = serde_json::json!("just a string");
+        serde_json::to_vec(&v).unwrap()
+    };
+    let cases: Vec<(Vec<u8>, u16, &str)> = vec![
+        (b"{not json".to_vec(), 400, "request body is not valid JSON"),
+        (
+            br#"{"apiVersion":"v1","kind":"Pod"}"#.to_vec(),
+            400,
+            "request body is not an AdmissionReview",
+        ),
+        (
+            br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#.to_vec(),
+            400,
+            "AdmissionReview has no request",
+        ),
+        (
+            pod_update_without_old,
+            400,
+            "request.oldObject is required for UPDATE of pods",
+        ),
+        (
+            not_a_pod,
+            400,
+            "request.object: cannot read Pod: expected a JSON object",
+        ),
+        (vec![b' '; 11 * 1024 * 1024], 413, ""),
+    ];
+    for (body, status, reason) in cases {
+        let mut r = c
+            .post(format!("{}/validate", s.base))
+            .send_body(body)
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), status, "{reason}");
+        let text = String::from_utf8_lossy(&r.body().limit(1 << 20).await.unwrap()).to_string();
+        assert!(text.contains(reason), "{text:?} should contain {reason:?}");
+    }
+    // The server is still healthy afterwards.
+    let r = c.get(format!("{}/healthz", s.base)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+}
+
+#[actix_rt::test]
+async fn plain_http_is_refused() {
+    let s = start(&[]);
+    let plain = s.base.replace("https://", "http://");
+    let r = awc::Client::default()
+        .get(format!("{plain}/healthz"))
+        .send()
+        .await;
+    match r {
+        Err(_) => {}
+        Ok(resp) => assert_ne!(resp.status(), 200),
+    }
+}
