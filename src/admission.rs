@@ -193,7 +193,7 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
     let kind = Kind::from_group_kind(&req.kind.group, &req.kind.kind);
     let subresource = req.sub_resource.as_deref().is_some_and(|s| !s.is_empty());
     let relevant = match (kind, endpoint) {
-        (Some(k), Endpoint::Validate) => !subresource && rules::is_relevant(k, op),
+        (Some(k), Endpoint::Validate) => !subresource && rules::is_relevant(k, op, rules),
         (Some(_), Endpoint::Mutate) => false,
         (None, _) => false,
     };
@@ -312,6 +312,22 @@ mod tests {
                 .clone();
             assert_eq!(a["response"]["uid"], uid, "{name}");
         }
+    }
+
+    #[test]
+    fn warnings_for_namespace_scoped_anti_affinity() {
+        let a = answer("statefulset-create-zone-anti-affinity.validate.json");
+        assert_eq!(
+            a["response"]["warnings"][0],
+            "hard-anti-affinity: spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Forbidden: hard anti-affinity on \"topology.kubernetes.io/zone\" in namespace \"demo\" lets this pod block every matching pod there from a whole zone; allowed keys: kubernetes.io/hostname"
+        );
+        let a = answer("replicaset-create-hostname-anti-affinity-namespaces.validate.json");
+        assert!(a["response"].get("warnings").is_none());
+    }
+
+    #[test]
+    fn cronjob_denial_snapshot() {
+        insta::assert_json_snapshot!(answer("cronjob-create-region-anti-affinity.validate.json"));
     }
 
     #[test]

@@ -33,6 +33,8 @@ impl Default for RuleSet {
 pub struct RuleSpec {
     #[serde(default)]
     pub mutable_directives: MutableDirectives,
+    #[serde(default)]
+    pub hard_anti_affinity: HardAntiAffinity,
 }
 
 /// deny | warn
@@ -63,6 +65,72 @@ impl Default for MutableDirectives {
             allowed_users: Vec::new(),
         }
     }
+}
+
+/// deny | warn | allow
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeAction {
+    Deny,
+    Warn,
+    Allow,
+}
+
+impl ScopeAction {
+    /// The finding's action, or `None` when the scope is allowed.
+    pub fn action(self) -> Option<Action> {
+        match self {
+            ScopeAction::Deny => Some(Action::Deny),
+            ScopeAction::Warn => Some(Action::Warn),
+            ScopeAction::Allow => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HardAntiAffinity {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Topology keys a required anti-affinity term may use freely (exact comparison).
+    #[serde(default = "hostname_only")]
+    pub allowed_topology_keys: Vec<String>,
+    /// A wide term that spans all namespaces.
+    #[serde(default = "scope_deny")]
+    pub cluster_scope: ScopeAction,
+    /// Any other wide term.
+    #[serde(default = "scope_warn")]
+    pub namespace_scope: ScopeAction,
+    #[serde(default = "kube_system")]
+    pub exempt_namespaces: Vec<String>,
+}
+
+impl Default for HardAntiAffinity {
+    fn default() -> Self {
+        HardAntiAffinity {
+            enabled: true,
+            allowed_topology_keys: hostname_only(),
+            cluster_scope: ScopeAction::Deny,
+            namespace_scope: ScopeAction::Warn,
+            exempt_namespaces: kube_system(),
+        }
+    }
+}
+
+fn hostname_only() -> Vec<String> {
+    vec!["kubernetes.io/hostname".to_string()]
+}
+
+fn kube_system() -> Vec<String> {
+    vec!["kube-system".to_string()]
+}
+
+fn scope_deny() -> ScopeAction {
+    ScopeAction::Deny
+}
+
+fn scope_warn() -> ScopeAction {
+    ScopeAction::Warn
 }
 
 fn yes() -> bool {
@@ -164,6 +232,21 @@ impl RuleSet {
                 ));
             }
         }
+        for (i, k) in self
+            .spec
+            .hard_anti_affinity
+            .allowed_topology_keys
+            .iter()
+            .enumerate()
+        {
+            if k.is_empty() {
+                return Err(at(
+                    "allowedTopologyKeys",
+                    &format!("spec.hardAntiAffinity.allowedTopologyKeys[{i}]"),
+                    "Invalid value: \"\": a topology key may not be empty".to_string(),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -246,6 +329,14 @@ mod tests {
                 r#"r.yaml:2:1: kind: Unsupported value: "Policy": supported values: "RuleSet""#,
             ),
             ("spec: [\n".to_string(), "r.yaml:1:7: spec: expected mapping start"),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    clusterScope: block\n".to_string(),
+                "r.yaml:5:19: spec.hardAntiAffinity.clusterScope: unknown variant `block`, expected one of deny, warn, allow",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    allowedTopologyKeys: [\"\"]\n".to_string(),
+                r#"r.yaml:5:5: spec.hardAntiAffinity.allowedTopologyKeys[0]: Invalid value: "": a topology key may not be empty"#,
+            ),
         ];
         for (text, want) in cases {
             let err = RuleSet::from_yaml("r.yaml", &text).unwrap_err();

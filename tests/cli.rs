@@ -22,7 +22,8 @@ fn run(args: &[&str], stdin: Option<&[u8]>) -> Run {
     {
         let mut input = child.stdin.take().unwrap();
         if let Some(data) = stdin {
-            input.write_all(data).unwrap();
+            // The program may exit before reading stdin (e.g. a bad rule file): ignore EPIPE.
+            let _ = input.write_all(data);
         }
     }
     let out = child.wait_with_output().unwrap();

@@ -93,6 +93,59 @@ async fn warn_action_allows_with_warnings() {
 }
 
 #[actix_rt::test]
+async fn anti_affinity_scopes_follow_the_rule_file() {
+    let dir = common::temp_dir("rules");
+    let rules = dir.join("rules.yaml");
+    std::fs::write(
+        &rules,
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    clusterScope: warn\n    namespaceScope: deny\n",
+    )
+    .unwrap();
+    let s = start(&["--rules", rules.to_str().unwrap()]);
+    let c = client(&s.ca);
+    for (name, allowed) in [
+        ("deployment-create-zone-anti-affinity.validate.json", true),
+        ("statefulset-create-zone-anti-affinity.validate.json", false),
+        (
+            "pod-create-zone-anti-affinity-same-namespace.validate.json",
+            false,
+        ),
+    ] {
+        let mut r = c
+            .post(format!("{}/validate", s.base))
+            .send_body(fixture(name))
+            .await
+            .unwrap();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["response"]["allowed"], allowed, "{name}: {v}");
+        assert!(
+            v["response"]["warnings"]
+                .as_array()
+                .is_some_and(|w| !w.is_empty()),
+            "{name}"
+        );
+    }
+    // Subresources and DELETE are allowed without evaluation.
+    let mut status: Value =
+        serde_json::from_slice(&fixture("pod-create-denied.validate.json")).unwrap();
+    status["request"]["subResource"] = "status".into();
+    let mut delete: Value =
+        serde_json::from_slice(&fixture("pod-create-denied.validate.json")).unwrap();
+    delete["request"]["operation"] = "DELETE".into();
+    for body in [status, delete] {
+        let mut r = c
+            .post(format!("{}/validate", s.base))
+            .send_json(&body)
+            .await
+            .unwrap();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["response"]["allowed"], true);
+        assert!(v["response"].get("warnings").is_none());
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[actix_rt::test]
 async fn bad_input_gets_400_or_413_with_a_reason() {
     let s = start(&[]);
     let c = client(&s.ca);

@@ -1,6 +1,7 @@
 //! Rules: (old object, new object, rule file) → verdict. Pure: no I/O, no async. The server, the
 //! `review` command and (later) `check` all build an [`Input`] and call [`evaluate`].
 
+pub mod anti_affinity;
 pub mod mutable_directives;
 pub mod semantic;
 
@@ -38,12 +39,14 @@ pub struct Input<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RuleId {
     MutableDirectives,
+    HardAntiAffinity,
 }
 
 impl RuleId {
     pub fn as_str(self) -> &'static str {
         match self {
             RuleId::MutableDirectives => "mutable-directives",
+            RuleId::HardAntiAffinity => "hard-anti-affinity",
         }
     }
 }
@@ -107,9 +110,13 @@ impl Verdict {
     }
 }
 
-/// Whether any rule can care about this kind of request; the server answers the rest at once.
-pub fn is_relevant(kind: Kind, operation: Operation) -> bool {
-    kind == Kind::Pod && operation == Operation::Update
+/// Whether any enabled rule can care about this kind of request; the server answers the rest
+/// at once, without reading the objects.
+pub fn is_relevant(kind: Kind, operation: Operation, rules: &RuleSet) -> bool {
+    let s = &rules.spec;
+    let write = matches!(operation, Operation::Create | Operation::Update);
+    (s.mutable_directives.enabled && kind == Kind::Pod && operation == Operation::Update)
+        || (s.hard_anti_affinity.enabled && write)
 }
 
 /// The single evaluation path.
@@ -128,6 +135,23 @@ pub fn evaluate(input: &Input, rules: &RuleSet) -> Verdict {
                         hint: p.hint,
                     });
                 }
+            }
+        }
+    }
+    let haa = &rules.spec.hard_anti_affinity;
+    if haa.enabled
+        && matches!(input.operation, Operation::Create | Operation::Update)
+        && !haa.exempt_namespaces.iter().any(|n| n == input.namespace)
+    {
+        if let Some(object) = input.object {
+            verdict.rules_run.push(RuleId::HardAntiAffinity);
+            for f in anti_affinity::check(object, input.old_object, input.namespace, haa) {
+                verdict.findings.push(Finding {
+                    rule: RuleId::HardAntiAffinity,
+                    action: f.action,
+                    error: f.error,
+                    hint: Some(f.hint),
+                });
             }
         }
     }

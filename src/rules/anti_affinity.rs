@@ -1,0 +1,154 @@
+//! `hard-anti-affinity`: required pod anti-affinity over a topology wider than allowed. Required
+//! anti-affinity is symmetric, so one such pod in a zone shuts every matching pod out of that
+//! zone; with a selector over all namespaces, every matching pod in the cluster.
+
+use k8s_openapi::api::core::v1::PodAffinityTerm;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use super::semantic::SemEq;
+use crate::config::{Action, HardAntiAffinity};
+use crate::fieldpath::{FieldError, FieldPath};
+use crate::workload::PodTemplate;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Cluster,
+    Namespace,
+}
+
+/// One wide term, with the action its scope is configured with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flagged {
+    pub scope: Scope,
+    pub action: Action,
+    pub error: FieldError,
+    pub hint: String,
+}
+
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// True when every namespace satisfies the selector: `{}`, or only `Exists` on the label every
+/// namespace carries.
+fn selects_all_namespaces(sel: &LabelSelector) -> bool {
+    let labels_empty = sel.match_labels.as_ref().is_none_or(|m| m.is_empty());
+    let exprs = sel.match_expressions.as_deref().unwrap_or(&[]);
+    labels_empty
+        && exprs
+            .iter()
+            .all(|e| e.key == NAMESPACE_NAME_LABEL && e.operator == "Exists")
+}
+
+pub fn scope_of(term: &PodAffinityTerm) -> Scope {
+    match &term.namespace_selector {
+        Some(sel) if selects_all_namespaces(sel) => Scope::Cluster,
+        _ => Scope::Namespace,
+    }
+}
+
+/// "zone", "region" or "topology domain", for messages.
+fn domain_word(key: &str) -> &'static str {
+    match key {
+        "topology.kubernetes.io/zone" | "failure-domain.beta.kubernetes.io/zone" => "zone",
+        "topology.kubernetes.io/region" | "failure-domain.beta.kubernetes.io/region" => "region",
+        _ => "topology domain",
+    }
+}
+
+fn namespaces_phrase(term: &PodAffinityTerm, own_namespace: &str) -> String {
+    let listed = term.namespaces.as_deref().unwrap_or(&[]);
+    match (&term.namespace_selector, listed) {
+        (Some(_), _) => "in the namespaces its namespaceSelector selects".to_string(),
+        (None, []) if own_namespace.is_empty() => "in its own namespace".to_string(),
+        (None, []) => format!("in namespace {own_namespace:?}"),
+        (None, l) => format!("in namespaces {}", l.join(", ")),
+    }
+}
+
+fn required_terms(t: &PodTemplate) -> &[PodAffinityTerm] {
+    t.spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.pod_anti_affinity.as_ref())
+        .and_then(|p| {
+            p.required_during_scheduling_ignored_during_execution
+                .as_deref()
+        })
+        .unwrap_or(&[])
+}
+
+/// Flags every wide required anti-affinity term of `object`. On UPDATE, terms the old object
+/// already had are not flagged again (ratcheting), so existing workloads can still be scaled,
+/// labelled or ungated.
+pub fn check(
+    object: &PodTemplate,
+    old: Option<&PodTemplate>,
+    namespace: &str,
+    cfg: &HardAntiAffinity,
+) -> Vec<Flagged> {
+    let old_terms = old.map(required_terms).unwrap_or(&[]);
+    let base = object
+        .spec_path()
+        .child("affinity")
+        .child("podAntiAffinity")
+        .child("requiredDuringSchedulingIgnoredDuringExecution");
+    let allowed = cfg.allowed_topology_keys.join(", ");
+    let mut out = Vec::new();
+    for (i, term) in required_terms(object).iter().enumerate() {
+        if cfg
+            .allowed_topology_keys
+            .iter()
+            .any(|k| k == &term.topology_key)
+        {
+            continue;
+        }
+        if old_terms.iter().any(|o| o.sem_eq(term)) {
+            continue;
+        }
+        let scope = scope_of(term);
+        let setting = match scope {
+            Scope::Cluster => cfg.cluster_scope,
+            Scope::Namespace => cfg.namespace_scope,
+        };
+        let Some(action) = setting.action() else {
+            continue;
+        };
+        out.push(flag(term, i, &base, scope, action, namespace, &allowed));
+    }
+    out
+}
+
+fn flag(
+    term: &PodAffinityTerm,
+    i: usize,
+    base: &FieldPath,
+    scope: Scope,
+    action: Action,
+    namespace: &str,
+    allowed: &str,
+) -> Flagged {
+    let key = &term.topology_key;
+    let domain = domain_word(key);
+    let path = base.index(i).child("topologyKey");
+    let detail = match scope {
+        Scope::Cluster => format!(
+            "hard anti-affinity on {key:?} across all namespaces lets this pod block every matching pod in the cluster from a whole {domain}; allowed keys: {allowed}"
+        ),
+        Scope::Namespace => format!(
+            "hard anti-affinity on {key:?} {} lets this pod block every matching pod there from a whole {domain}; allowed keys: {allowed}",
+            namespaces_phrase(term, namespace)
+        ),
+    };
+    let hint = format!(
+        "{}: use preferredDuringSchedulingIgnoredDuringExecution anti-affinity, or a topologySpreadConstraint with maxSkew on {key:?}, to spread without shutting others out",
+        base.index(i)
+    );
+    Flagged {
+        scope,
+        action,
+        error: FieldError::forbidden(path, detail),
+        hint,
+    }
+}
+
+#[cfg(test)]
+mod tests;

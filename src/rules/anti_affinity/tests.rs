@@ -1,0 +1,361 @@
+use serde_json::{json, Value};
+
+use crate::config::{Action, HardAntiAffinity, RuleSet, ScopeAction};
+use crate::rules::{evaluate, Input, Operation, RuleId, User};
+use crate::workload::{parse_value, Kind, PodTemplate};
+
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+fn term(key: &str, extra: Value) -> Value {
+    let mut t = json!({"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": key});
+    if let (Some(t), Value::Object(e)) = (t.as_object_mut(), extra) {
+        t.extend(e);
+    }
+    t
+}
+
+fn pod_spec(terms: Vec<Value>) -> Value {
+    json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}}})
+}
+
+/// An object of `kind` whose pod template has `terms`.
+fn object(kind: Kind, terms: Vec<Value>) -> PodTemplate {
+    let spec = pod_spec(terms);
+    let template = json!({"metadata": {"labels": {"app": "web"}}, "spec": spec});
+    let v = match kind {
+        Kind::Pod => json!({"metadata": {"name": "p", "labels": {"app": "web"}}, "spec": spec}),
+        Kind::PodTemplate => json!({"template": template}),
+        Kind::CronJob => json!({"spec": {"jobTemplate": {"spec": {"template": template}}}}),
+        _ => json!({"spec": {"template": template}}),
+    };
+    parse_value(kind, &v).unwrap()
+}
+
+fn rules(cfg: HardAntiAffinity) -> RuleSet {
+    let mut r = RuleSet::default();
+    r.spec.hard_anti_affinity = cfg;
+    r
+}
+
+fn run(
+    rules: &RuleSet,
+    op: Operation,
+    ns: &str,
+    obj: &PodTemplate,
+    old: Option<&PodTemplate>,
+) -> Vec<(Action, String)> {
+    let input = Input {
+        operation: op,
+        namespace: ns,
+        user: User::default(),
+        object: Some(obj),
+        old_object: old,
+    };
+    evaluate(&input, rules)
+        .findings
+        .into_iter()
+        .filter(|f| f.rule == RuleId::HardAntiAffinity)
+        .map(|f| (f.action, f.error.to_string()))
+        .collect()
+}
+
+fn cluster_msg(prefix: &str, i: usize, key: &str, domain: &str) -> String {
+    format!("{prefix}.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}].topologyKey: Forbidden: hard anti-affinity on {key:?} across all namespaces lets this pod block every matching pod in the cluster from a whole {domain}; allowed keys: kubernetes.io/hostname")
+}
+
+#[test]
+fn every_kind_is_checked_at_its_template_path() {
+    let r = RuleSet::default();
+    for kind in Kind::ALL {
+        let obj = object(kind, vec![term(ZONE, json!({"namespaceSelector": {}}))]);
+        let got = run(&r, Operation::Create, "demo", &obj, None);
+        let prefix = kind.pod_spec_path().to_string();
+        assert_eq!(
+            got,
+            vec![(Action::Deny, cluster_msg(&prefix, 0, ZONE, "zone"))],
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn scopes_and_defaults() {
+    let r = RuleSet::default();
+    let ns_msg = |i: usize, key: &str, where_: &str, domain: &str| {
+        format!("spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}].topologyKey: Forbidden: hard anti-affinity on {key:?} {where_} lets this pod block every matching pod there from a whole {domain}; allowed keys: kubernetes.io/hostname")
+    };
+    type Case = (&'static str, Vec<Value>, Vec<(Action, String)>);
+    let cases: Vec<Case> = vec![
+        (
+            "hostname is allowed",
+            vec![term(
+                "kubernetes.io/hostname",
+                json!({"namespaceSelector": {}}),
+            )],
+            vec![],
+        ),
+        (
+            "empty namespaceSelector spans all namespaces: denied",
+            vec![term(ZONE, json!({"namespaceSelector": {}}))],
+            vec![(Action::Deny, cluster_msg("spec", 0, ZONE, "zone"))],
+        ),
+        (
+            "Exists on the namespace name label spans all namespaces: denied",
+            vec![term(
+                ZONE,
+                json!({"namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "Exists"}]}}),
+            )],
+            vec![(Action::Deny, cluster_msg("spec", 0, ZONE, "zone"))],
+        ),
+        (
+            "region across all namespaces says region",
+            vec![term(
+                "topology.kubernetes.io/region",
+                json!({"namespaceSelector": {}}),
+            )],
+            vec![(
+                Action::Deny,
+                cluster_msg("spec", 0, "topology.kubernetes.io/region", "region"),
+            )],
+        ),
+        (
+            "own namespace: warned",
+            vec![term(ZONE, json!({}))],
+            vec![(
+                Action::Warn,
+                ns_msg(0, ZONE, "in namespace \"demo\"", "zone"),
+            )],
+        ),
+        (
+            "namespaces: [] without selector is the own namespace",
+            vec![term(ZONE, json!({"namespaces": []}))],
+            vec![(
+                Action::Warn,
+                ns_msg(0, ZONE, "in namespace \"demo\"", "zone"),
+            )],
+        ),
+        (
+            "a namespaces list: warned",
+            vec![term(ZONE, json!({"namespaces": ["a", "b"]}))],
+            vec![(Action::Warn, ns_msg(0, ZONE, "in namespaces a, b", "zone"))],
+        ),
+        (
+            "a narrower namespaceSelector: warned",
+            vec![term(
+                ZONE,
+                json!({"namespaceSelector": {"matchLabels": {"team": "x"}}}),
+            )],
+            vec![(
+                Action::Warn,
+                ns_msg(
+                    0,
+                    ZONE,
+                    "in the namespaces its namespaceSelector selects",
+                    "zone",
+                ),
+            )],
+        ),
+        (
+            "a custom key is a topology domain",
+            vec![term("example.com/rack", json!({}))],
+            vec![(
+                Action::Warn,
+                ns_msg(
+                    0,
+                    "example.com/rack",
+                    "in namespace \"demo\"",
+                    "topology domain",
+                ),
+            )],
+        ),
+        (
+            "exact comparison: a space in front is not the hostname key",
+            vec![term(" kubernetes.io/hostname", json!({}))],
+            vec![(
+                Action::Warn,
+                ns_msg(
+                    0,
+                    " kubernetes.io/hostname",
+                    "in namespace \"demo\"",
+                    "topology domain",
+                ),
+            )],
+        ),
+        (
+            "an empty key is not allowed",
+            vec![term("", json!({}))],
+            vec![(
+                Action::Warn,
+                ns_msg(0, "", "in namespace \"demo\"", "topology domain"),
+            )],
+        ),
+        (
+            "every flagged term is reported with its index",
+            vec![
+                term("kubernetes.io/hostname", json!({})),
+                term(ZONE, json!({"namespaceSelector": {}})),
+                term(ZONE, json!({})),
+            ],
+            vec![
+                (Action::Deny, cluster_msg("spec", 1, ZONE, "zone")),
+                (
+                    Action::Warn,
+                    ns_msg(2, ZONE, "in namespace \"demo\"", "zone"),
+                ),
+            ],
+        ),
+    ];
+    for (name, terms, want) in cases {
+        let obj = object(Kind::Pod, terms);
+        assert_eq!(
+            run(&r, Operation::Create, "demo", &obj, None),
+            want,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn every_action_of_both_scopes() {
+    let wide_all = object(
+        Kind::Deployment,
+        vec![term(ZONE, json!({"namespaceSelector": {}}))],
+    );
+    let wide_own = object(Kind::Deployment, vec![term(ZONE, json!({}))]);
+    for (cluster, namespace) in [
+        (ScopeAction::Deny, ScopeAction::Deny),
+        (ScopeAction::Warn, ScopeAction::Allow),
+        (ScopeAction::Allow, ScopeAction::Warn),
+        (ScopeAction::Allow, ScopeAction::Allow),
+    ] {
+        let r = rules(HardAntiAffinity {
+            cluster_scope: cluster,
+            namespace_scope: namespace,
+            ..Default::default()
+        });
+        let got: Vec<Action> = run(&r, Operation::Create, "demo", &wide_all, None)
+            .into_iter()
+            .map(|f| f.0)
+            .collect();
+        assert_eq!(
+            got,
+            cluster.action().into_iter().collect::<Vec<_>>(),
+            "cluster {cluster:?}"
+        );
+        let got: Vec<Action> = run(&r, Operation::Create, "demo", &wide_own, None)
+            .into_iter()
+            .map(|f| f.0)
+            .collect();
+        assert_eq!(
+            got,
+            namespace.action().into_iter().collect::<Vec<_>>(),
+            "namespace {namespace:?}"
+        );
+    }
+}
+
+#[test]
+fn allowed_keys_exemptions_and_operations() {
+    let obj = object(
+        Kind::Pod,
+        vec![term(ZONE, json!({"namespaceSelector": {}}))],
+    );
+    // Zone allowed explicitly.
+    let r = rules(HardAntiAffinity {
+        allowed_topology_keys: vec!["kubernetes.io/hostname".into(), ZONE.into()],
+        ..Default::default()
+    });
+    assert!(run(&r, Operation::Create, "demo", &obj, None).is_empty());
+    // Exempt namespace.
+    let r = RuleSet::default();
+    assert!(run(&r, Operation::Create, "kube-system", &obj, None).is_empty());
+    // Disabled.
+    let r = rules(HardAntiAffinity {
+        enabled: false,
+        ..Default::default()
+    });
+    assert!(run(&r, Operation::Create, "demo", &obj, None).is_empty());
+    // DELETE is never checked.
+    assert!(run(&RuleSet::default(), Operation::Delete, "demo", &obj, None).is_empty());
+}
+
+#[test]
+fn updates_flag_only_new_terms() {
+    let r = RuleSet::default();
+    let old = object(
+        Kind::Deployment,
+        vec![term(ZONE, json!({"namespaceSelector": {}}))],
+    );
+    let same = object(
+        Kind::Deployment,
+        vec![term(ZONE, json!({"namespaceSelector": {}}))],
+    );
+    assert!(run(&r, Operation::Update, "demo", &same, Some(&old)).is_empty());
+    let added = object(
+        Kind::Deployment,
+        vec![
+            term(ZONE, json!({"namespaceSelector": {}})),
+            term(
+                "topology.kubernetes.io/region",
+                json!({"namespaceSelector": {}}),
+            ),
+        ],
+    );
+    let got = run(&r, Operation::Update, "demo", &added, Some(&old));
+    assert_eq!(
+        got,
+        vec![(
+            Action::Deny,
+            cluster_msg(
+                "spec.template.spec",
+                1,
+                "topology.kubernetes.io/region",
+                "region"
+            )
+        )]
+    );
+    let fresh = object(Kind::Deployment, vec![]);
+    assert_eq!(
+        run(&r, Operation::Update, "demo", &old, Some(&fresh)).len(),
+        1
+    );
+}
+
+#[test]
+fn preferred_anti_affinity_and_pod_affinity_are_never_flagged() {
+    let v = json!({"spec": {"affinity": {
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": term(ZONE, json!({"namespaceSelector": {}}))}]},
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(ZONE, json!({"namespaceSelector": {}}))]}
+    }}});
+    let obj = parse_value(Kind::Pod, &v).unwrap();
+    assert!(run(&RuleSet::default(), Operation::Create, "demo", &obj, None).is_empty());
+}
+
+#[test]
+fn denial_messages_with_hints() {
+    let obj = object(
+        Kind::Deployment,
+        vec![
+            term("kubernetes.io/hostname", json!({})),
+            term(ZONE, json!({"namespaceSelector": {}})),
+            term(
+                "topology.kubernetes.io/region",
+                json!({"namespaces": ["demo", "other"]}),
+            ),
+        ],
+    );
+    let input = Input {
+        operation: Operation::Create,
+        namespace: "demo",
+        user: User::default(),
+        object: Some(&obj),
+        old_object: None,
+    };
+    let v = evaluate(&input, &RuleSet::default());
+    let out = format!(
+        "message: {}\nwarnings:\n{}\n",
+        v.denial_message().unwrap_or_default(),
+        v.warnings().join("\n")
+    );
+    insta::assert_snapshot!(out);
+}
