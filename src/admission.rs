@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::config::RuleSet;
-use crate::rules::{self, Input, Operation, RuleId, User, Verdict};
+use crate::rules::{self, Input, Operation, Phase, RuleId, User, Verdict};
 use crate::workload::{self, Kind, PodTemplate};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -192,11 +192,11 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
     };
     let kind = Kind::from_group_kind(&req.kind.group, &req.kind.kind);
     let subresource = req.sub_resource.as_deref().is_some_and(|s| !s.is_empty());
-    let relevant = match (kind, endpoint) {
-        (Some(k), Endpoint::Validate) => !subresource && rules::is_relevant(k, op, rules),
-        (Some(_), Endpoint::Mutate) => false,
-        (None, _) => false,
+    let phase = match endpoint {
+        Endpoint::Validate => Phase::Validate,
+        Endpoint::Mutate => Phase::Mutate,
     };
+    let relevant = kind.is_some_and(|k| !subresource && rules::is_relevant(k, op, phase, rules));
     if let (true, Some(kind)) = (relevant, kind) {
         let object = parse_object(kind, &req.object, "object", op)?;
         let old = if op == Operation::Update {
@@ -205,6 +205,7 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
             None
         };
         let input = Input {
+            phase,
             operation: op,
             namespace: &reviewed.namespace,
             user: User {
@@ -215,19 +216,57 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
             old_object: old.as_ref(),
         };
         let verdict = rules::evaluate(&input, rules);
-        response = respond(response, &verdict);
+        response = respond(response, &verdict)?;
         reviewed.allowed = verdict.allowed();
         reviewed.rules = verdict.rules_run.clone();
         reviewed.verdict = Some(verdict);
     }
-    reviewed.body = serde_json::to_vec(&response.into_review())
-        .map_err(|e| BadRequest(format!("cannot encode the response: {e}")))?;
+    reviewed.body = encode(response)?;
     Ok(reviewed)
+}
+
+/// Serializes the response review. kube-core writes `patch` as an array of numbers; the API
+/// defines it as base64 (Go's `[]byte`), which is what every apiserver and client expects.
+fn encode(response: AdmissionResponse) -> Result<Vec<u8>, BadRequest> {
+    use base64::Engine;
+    let enc = |e: serde_json::Error| BadRequest(format!("cannot encode the response: {e}"));
+    let patch = response.patch.clone();
+    let review = response.into_review();
+    match patch {
+        None => serde_json::to_vec(&review).map_err(enc),
+        Some(bytes) => {
+            let mut v = serde_json::to_value(&review).map_err(enc)?;
+            v["response"]["patch"] = base64::engine::general_purpose::STANDARD
+                .encode(bytes)
+                .into();
+            serde_json::to_vec(&v).map_err(enc)
+        }
+    }
+}
+
+/// The request's object with a mutation's patch applied: what the apiserver will store.
+pub fn patched_object(body: &[u8], reviewed: &Reviewed) -> Result<serde_json::Value, BadRequest> {
+    let review: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| BadRequest(format!("request body is not valid JSON: {e}")))?;
+    let mut object = review["request"]["object"].clone();
+    if let Some(v) = &reviewed.verdict {
+        json_patch::patch(&mut object, &v.patch)
+            .map_err(|e| BadRequest(format!("the patch does not apply to request.object: {e}")))?;
+    }
+    Ok(object)
 }
 
 /// Turns a verdict into the AdmissionResponse fields: a denial lists every error in the message
 /// and one `details.causes` entry each; hints and warn-action findings become warnings.
-fn respond(mut response: AdmissionResponse, verdict: &Verdict) -> AdmissionResponse {
+fn respond(
+    mut response: AdmissionResponse,
+    verdict: &Verdict,
+) -> Result<AdmissionResponse, BadRequest> {
+    if !verdict.patch.is_empty() {
+        response = response
+            .with_patch(json_patch::Patch(verdict.patch.clone()))
+            .map_err(|e| BadRequest(format!("cannot encode the patch: {e}")))?;
+    }
     let warnings = verdict.warnings();
     if !warnings.is_empty() {
         response.warnings = Some(warnings);
@@ -253,7 +292,7 @@ fn respond(mut response: AdmissionResponse, verdict: &Verdict) -> AdmissionRespo
                 retry_after_seconds: 0,
             });
     }
-    response
+    Ok(response)
 }
 
 #[cfg(test)]
@@ -323,6 +362,49 @@ mod tests {
         );
         let a = answer("replicaset-create-hostname-anti-affinity-namespaces.validate.json");
         assert!(a["response"].get("warnings").is_none());
+    }
+
+    #[test]
+    fn mutate_answers_with_a_base64_json_patch() {
+        use base64::Engine;
+        let body = fixture("pod-create-jsonpatch-spread.mutate.json");
+        let r = review(&body, Endpoint::Mutate, &RuleSet::default()).unwrap();
+        let a: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(a["response"]["allowed"], true);
+        assert_eq!(a["response"]["patchType"], "JSONPatch");
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(a["response"]["patch"].as_str().unwrap())
+            .unwrap();
+        let patch: json_patch::Patch = serde_json::from_slice(&raw).unwrap();
+        let mut object = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["request"]
+            ["object"]
+            .clone();
+        json_patch::patch(&mut object, &patch).unwrap();
+        assert_eq!(object, patched_object(&body, &r).unwrap());
+        assert_eq!(
+            object["spec"]["topologySpreadConstraints"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        // Validation of the same request (as the apiserver sends it after mutation) then passes.
+        let v = review(
+            &fixture("pod-create-jsonpatch-spread.validate.json"),
+            Endpoint::Validate,
+            &RuleSet::default(),
+        )
+        .unwrap();
+        assert!(v.allowed);
+        // Objects that already have constraints are left alone.
+        let r = review(
+            &fixture("pod-create-topology-spread.mutate.json"),
+            Endpoint::Mutate,
+            &RuleSet::default(),
+        )
+        .unwrap();
+        let a: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert!(a["response"].get("patch").is_none());
     }
 
     #[test]

@@ -55,11 +55,17 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormat,
     },
-    /// Answer one AdmissionReview offline, exactly as /validate would.
+    /// Answer one AdmissionReview offline, exactly as /validate (or /mutate) would.
     Review {
         /// Rule file (built-in defaults otherwise).
         #[arg(long)]
         rules: Option<PathBuf>,
+        /// Answer as /mutate instead of /validate.
+        #[arg(long)]
+        mutate: bool,
+        /// With --mutate: print the patched object instead of the AdmissionReview.
+        #[arg(long, requires = "mutate")]
+        apply: bool,
         /// AdmissionReview JSON file, or - for stdin.
         #[arg(default_value = "-")]
         file: String,
@@ -142,7 +148,12 @@ pub fn run() -> ExitCode {
                 Err(e) => fail(format!("{e:#}")),
             }
         }
-        Command::Review { rules, file } => {
+        Command::Review {
+            rules,
+            mutate,
+            apply,
+            file,
+        } => {
             let rules = match load_rules(rules.as_ref()) {
                 Ok(r) => r,
                 Err(e) => return fail(e),
@@ -151,11 +162,21 @@ pub fn run() -> ExitCode {
                 Ok(b) => b,
                 Err(e) => return fail(e),
             };
-            match admission::review(&body, Endpoint::Validate, &rules) {
+            let endpoint = if mutate {
+                Endpoint::Mutate
+            } else {
+                Endpoint::Validate
+            };
+            match admission::review(&body, endpoint, &rules) {
                 Ok(r) => {
-                    let v: serde_json::Value = match serde_json::from_slice(&r.body) {
+                    let shown = if apply {
+                        admission::patched_object(&body, &r).map_err(|e| e.to_string())
+                    } else {
+                        serde_json::from_slice(&r.body).map_err(|e| e.to_string())
+                    };
+                    let v: serde_json::Value = match shown {
                         Ok(v) => v,
-                        Err(e) => return fail(e),
+                        Err(e) => return fail(format!("{file}: {e}")),
                     };
                     println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
                     if r.allowed {

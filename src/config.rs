@@ -1,6 +1,10 @@
 //! The rule file: plain data, built in one place, strict about what it accepts.
 
+use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
+
+use crate::fieldpath::FieldPath;
 
 pub const API_VERSION: &str = "placement-guard.io/v1alpha1";
 pub const KIND: &str = "RuleSet";
@@ -35,6 +39,120 @@ pub struct RuleSpec {
     pub mutable_directives: MutableDirectives,
     #[serde(default)]
     pub hard_anti_affinity: HardAntiAffinity,
+    #[serde(default)]
+    pub topology_spread: TopologySpread,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TopologySpread {
+    #[serde(default)]
+    pub validate: SpreadValidate,
+    #[serde(default)]
+    pub defaults: SpreadDefaults,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SpreadValidate {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "deny")]
+    pub action: Action,
+}
+
+impl Default for SpreadValidate {
+    fn default() -> Self {
+        SpreadValidate {
+            enabled: true,
+            action: Action::Deny,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SpreadDefaults {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default = "system_default_constraints")]
+    pub constraints: Vec<DefaultConstraint>,
+    #[serde(default = "selector_label_keys")]
+    pub selector_label_keys: Vec<String>,
+    #[serde(default = "kube_system")]
+    pub exempt_namespaces: Vec<String>,
+}
+
+impl Default for SpreadDefaults {
+    fn default() -> Self {
+        SpreadDefaults {
+            enabled: true,
+            constraints: system_default_constraints(),
+            selector_label_keys: selector_label_keys(),
+            exempt_namespaces: kube_system(),
+        }
+    }
+}
+
+/// A default constraint; its labelSelector is derived from the object it is added to.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DefaultConstraint {
+    pub max_skew: i32,
+    pub topology_key: String,
+    pub when_unsatisfiable: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_domains: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_affinity_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_taints_policy: Option<String>,
+}
+
+impl DefaultConstraint {
+    pub fn to_constraint(
+        &self,
+        selector: Option<LabelSelector>,
+        match_label_keys: Option<Vec<String>>,
+    ) -> TopologySpreadConstraint {
+        TopologySpreadConstraint {
+            label_selector: selector,
+            match_label_keys,
+            max_skew: self.max_skew,
+            min_domains: self.min_domains,
+            node_affinity_policy: self.node_affinity_policy.clone(),
+            node_taints_policy: self.node_taints_policy.clone(),
+            topology_key: self.topology_key.clone(),
+            when_unsatisfiable: self.when_unsatisfiable.clone(),
+        }
+    }
+}
+
+/// kube-scheduler's system default constraints.
+fn system_default_constraints() -> Vec<DefaultConstraint> {
+    let c = |max_skew, key: &str| DefaultConstraint {
+        max_skew,
+        topology_key: key.to_string(),
+        when_unsatisfiable: "ScheduleAnyway".to_string(),
+        min_domains: None,
+        node_affinity_policy: None,
+        node_taints_policy: None,
+    };
+    vec![
+        c(3, "kubernetes.io/hostname"),
+        c(5, "topology.kubernetes.io/zone"),
+    ]
+}
+
+fn selector_label_keys() -> Vec<String> {
+    [
+        "app.kubernetes.io/name",
+        "app.kubernetes.io/instance",
+        "app",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect()
 }
 
 /// deny | warn
@@ -247,6 +365,24 @@ impl RuleSet {
                 ));
             }
         }
+        let d = &self.spec.topology_spread.defaults;
+        let constraints: Vec<TopologySpreadConstraint> = d
+            .constraints
+            .iter()
+            .map(|c| c.to_constraint(Some(LabelSelector::default()), None))
+            .collect();
+        let path = FieldPath::new("spec.topologySpread.defaults.constraints");
+        if let Some(e) =
+            crate::rules::spread::validate_constraints(&constraints, &path, false).first()
+        {
+            return Err(at("constraints", &e.path.to_string(), e.body()));
+        }
+        for (i, k) in d.selector_label_keys.iter().enumerate() {
+            let p = FieldPath::new("spec.topologySpread.defaults.selectorLabelKeys").index(i);
+            if let Some(e) = crate::validation::validate_label_name(k, &p).first() {
+                return Err(at("selectorLabelKeys", &e.path.to_string(), e.body()));
+            }
+        }
         Ok(())
     }
 }
@@ -332,6 +468,18 @@ mod tests {
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    clusterScope: block\n".to_string(),
                 "r.yaml:5:19: spec.hardAntiAffinity.clusterScope: unknown variant `block`, expected one of deny, warn, allow",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - {maxSkew: 0, topologyKey: zone, whenUnsatisfiable: Never}\n".to_string(),
+                "r.yaml:6:7: spec.topologySpread.defaults.constraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {}}\n".to_string(),
+                "r.yaml:7:75: spec.topologySpread.defaults.constraints[0].labelSelector: unknown field `labelSelector`, expected one of maxSkew, topologyKey, whenUnsatisfiable, minDomains, nodeAffinityPolicy, nodeTaintsPolicy",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    validate: {action: allow}\n".to_string(),
+                "r.yaml:5:24: spec.topologySpread.validate.action: unknown variant `allow`, expected one of deny, warn",
             ),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    allowedTopologyKeys: [\"\"]\n".to_string(),

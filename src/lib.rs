@@ -9,6 +9,7 @@ pub mod core;
 pub mod fieldpath;
 pub mod model;
 pub mod rules;
+pub mod validation;
 pub mod workload;
 
 pub mod cli;

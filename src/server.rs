@@ -27,6 +27,7 @@ pub struct State {
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
         .route("/validate", web::post().to(validate))
+        .route("/mutate", web::post().to(mutate))
         .route("/healthz", web::get().to(healthz))
         .route("/readyz", web::get().to(readyz));
 }
@@ -41,6 +42,10 @@ async fn readyz() -> HttpResponse {
 
 async fn validate(state: web::Data<State>, body: web::Bytes) -> HttpResponse {
     handle(state, body, Endpoint::Validate).await
+}
+
+async fn mutate(state: web::Data<State>, body: web::Bytes) -> HttpResponse {
+    handle(state, body, Endpoint::Mutate).await
 }
 
 async fn handle(state: web::Data<State>, body: web::Bytes, endpoint: Endpoint) -> HttpResponse {

@@ -138,3 +138,31 @@ fn usage_errors_exit_2() {
     let r = run(&["frobnicate"], None);
     assert_eq!(r.code, 2);
 }
+
+#[test]
+fn review_mutate_apply_prints_the_stored_object() {
+    let r = run(
+        &[
+            "review",
+            "--mutate",
+            "--apply",
+            &path("pod-create-jsonpatch-spread.mutate.json"),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    insta::assert_json_snapshot!(v["spec"]["topologySpreadConstraints"]);
+    let r = run(
+        &[
+            "review",
+            "--mutate",
+            &path("pod-create-jsonpatch-spread.mutate.json"),
+        ],
+        None,
+    );
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["response"]["patchType"], "JSONPatch");
+    let r = run(&["review", "--apply", "-"], Some(b"{}"));
+    assert_eq!(r.code, 2, "--apply needs --mutate");
+}

@@ -31,11 +31,20 @@ async fn validate_answers_recorded_requests() {
         ("pod-update-ungate-and-add-nodeselector.validate.json", true),
         ("pod-update-add-toleration-gated.validate.json", true),
         ("pod-create-gated.validate.json", true),
-        ("deployment-create-zone-anti-affinity.validate.json", true),
         (
             "pod-update-remove-nodeselector-key-gated.mutate.json",
             false,
         ),
+        ("deployment-create-zone-anti-affinity.validate.json", false),
+        ("cronjob-create-region-anti-affinity.validate.json", false),
+        ("pod-create-denied.validate.json", false),
+        ("statefulset-create-zone-anti-affinity.validate.json", true),
+        (
+            "replicaset-create-hostname-anti-affinity-namespaces.validate.json",
+            true,
+        ),
+        ("pod-create-topology-spread.validate.json", true),
+        ("pod-create-jsonpatch-spread.validate.json", true),
     ];
     for (name, allowed) in cases {
         let body = fixture(name);
@@ -56,7 +65,7 @@ async fn validate_answers_recorded_requests() {
             assert!(v["response"]["status"]["message"]
                 .as_str()
                 .unwrap()
-                .starts_with("spec.nodeSelector: Invalid value"));
+                .starts_with("spec."));
             assert!(!v["response"]["warnings"].as_array().unwrap().is_empty());
         }
     }
@@ -214,4 +223,48 @@ async fn plain_http_is_refused() {
         Err(_) => {}
         Ok(resp) => assert_ne!(resp.status(), 200),
     }
+}
+
+#[actix_rt::test]
+async fn mutate_defaults_spread_constraints_over_https() {
+    use base64::Engine;
+    let s = start(&[]);
+    let c = client(&s.ca);
+    for name in [
+        "pod-create-jsonpatch-spread.mutate.json",
+        "deployment-create-zone-anti-affinity.mutate.json",
+    ] {
+        let body = fixture(name);
+        let mut r = c
+            .post(format!("{}/mutate", s.base))
+            .send_body(body.clone())
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["response"]["allowed"], true, "{name}");
+        assert_eq!(v["response"]["patchType"], "JSONPatch", "{name}");
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(v["response"]["patch"].as_str().unwrap())
+            .unwrap();
+        let patch: json_patch::Patch = serde_json::from_slice(&raw).unwrap();
+        let mut review: Value = serde_json::from_slice(&body).unwrap();
+        json_patch::patch(&mut review["request"]["object"], &patch).unwrap();
+        // Reinvocation: the patched object gets no further patch.
+        let mut again = c
+            .post(format!("{}/mutate", s.base))
+            .send_json(&review)
+            .await
+            .unwrap();
+        let v: Value = again.json().await.unwrap();
+        assert!(v["response"].get("patch").is_none(), "{name}: {v}");
+    }
+    // A pod that already has constraints is left alone.
+    let mut r = c
+        .post(format!("{}/mutate", s.base))
+        .send_body(fixture("pod-create-topology-spread.mutate.json"))
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert!(v["response"].get("patch").is_none());
 }

@@ -1,3 +1,4 @@
 //! The placement core: kube-scheduler's filter semantics as a pure library (no I/O, no async).
 
+pub mod labels;
 pub mod nodeselector;

@@ -4,6 +4,7 @@
 pub mod anti_affinity;
 pub mod mutable_directives;
 pub mod semantic;
+pub mod spread;
 
 use std::fmt;
 
@@ -26,9 +27,18 @@ pub struct User<'a> {
     pub groups: &'a [String],
 }
 
+/// Which admission phase asks: validation rules judge, mutation rules patch (and, on Pod
+/// UPDATE, explain what validation will refuse).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Validate,
+    Mutate,
+}
+
 /// One request as the rules see it. Requests for subresources never get here.
 #[derive(Clone, Copy, Debug)]
 pub struct Input<'a> {
+    pub phase: Phase,
     pub operation: Operation,
     pub namespace: &'a str,
     pub user: User<'a>,
@@ -40,6 +50,8 @@ pub struct Input<'a> {
 pub enum RuleId {
     MutableDirectives,
     HardAntiAffinity,
+    TopologySpread,
+    TopologySpreadDefaults,
 }
 
 impl RuleId {
@@ -47,6 +59,8 @@ impl RuleId {
         match self {
             RuleId::MutableDirectives => "mutable-directives",
             RuleId::HardAntiAffinity => "hard-anti-affinity",
+            RuleId::TopologySpread => "topology-spread",
+            RuleId::TopologySpreadDefaults => "topology-spread-defaults",
         }
     }
 }
@@ -72,6 +86,15 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// The rules that looked at the request (for logs and metrics).
     pub rules_run: Vec<RuleId>,
+    /// JSONPatch operations of mutation rules.
+    pub patch: Vec<json_patch::PatchOperation>,
+    /// The constraints defaulting adds, with where (for `check` and tests).
+    pub defaulted: Option<(
+        crate::fieldpath::FieldPath,
+        Vec<k8s_openapi::api::core::v1::TopologySpreadConstraint>,
+    )>,
+    /// Warnings that are not about one field (e.g. why defaulting skipped an object).
+    pub notes: Vec<String>,
 }
 
 impl Verdict {
@@ -96,6 +119,7 @@ impl Verdict {
                 .iter()
                 .filter_map(|f| f.hint.as_ref().map(|h| format!("{}: {}", f.rule, h))),
         );
+        out.extend(self.notes.iter().cloned());
         out
     }
 
@@ -112,15 +136,67 @@ impl Verdict {
 
 /// Whether any enabled rule can care about this kind of request; the server answers the rest
 /// at once, without reading the objects.
-pub fn is_relevant(kind: Kind, operation: Operation, rules: &RuleSet) -> bool {
+pub fn is_relevant(kind: Kind, operation: Operation, phase: Phase, rules: &RuleSet) -> bool {
     let s = &rules.spec;
     let write = matches!(operation, Operation::Create | Operation::Update);
-    (s.mutable_directives.enabled && kind == Kind::Pod && operation == Operation::Update)
-        || (s.hard_anti_affinity.enabled && write)
+    match phase {
+        Phase::Validate => {
+            (s.mutable_directives.enabled && kind == Kind::Pod && operation == Operation::Update)
+                || (s.hard_anti_affinity.enabled && write)
+                || (s.topology_spread.validate.enabled && write)
+        }
+        Phase::Mutate => {
+            s.topology_spread.defaults.enabled
+                && kind != Kind::DaemonSet
+                && (operation == Operation::Create || (write && kind != Kind::Pod))
+        }
+    }
 }
 
 /// The single evaluation path.
 pub fn evaluate(input: &Input, rules: &RuleSet) -> Verdict {
+    match input.phase {
+        Phase::Validate => validate(input, rules),
+        Phase::Mutate => mutate(input, rules),
+    }
+}
+
+fn mutate(input: &Input, rules: &RuleSet) -> Verdict {
+    let mut verdict = Verdict::default();
+    let d = &rules.spec.topology_spread.defaults;
+    let Some(object) = input.object else {
+        return verdict;
+    };
+    let applies = match object.kind {
+        Kind::Pod => input.operation == Operation::Create,
+        _ => matches!(input.operation, Operation::Create | Operation::Update),
+    };
+    if !d.enabled || !applies {
+        return verdict;
+    }
+    verdict.rules_run.push(RuleId::TopologySpreadDefaults);
+    match spread::defaults(object, input.namespace, d) {
+        spread::Defaulting::NotApplicable => {}
+        spread::Defaulting::Skipped(why) => verdict
+            .notes
+            .push(format!("{}: {why}", RuleId::TopologySpreadDefaults)),
+        spread::Defaulting::Add { path, constraints } => {
+            let value = serde_json::to_value(&constraints).unwrap_or(serde_json::Value::Null);
+            if let Ok(ptr) = json_patch::jsonptr::PointerBuf::parse(path.json_pointer()) {
+                verdict
+                    .patch
+                    .push(json_patch::PatchOperation::Add(json_patch::AddOperation {
+                        path: ptr,
+                        value,
+                    }));
+            }
+            verdict.defaulted = Some((path, constraints));
+        }
+    }
+    verdict
+}
+
+fn validate(input: &Input, rules: &RuleSet) -> Verdict {
     let mut verdict = Verdict::default();
     let md = &rules.spec.mutable_directives;
     if md.enabled && input.operation == Operation::Update {
@@ -152,6 +228,37 @@ pub fn evaluate(input: &Input, rules: &RuleSet) -> Verdict {
                     error: f.error,
                     hint: Some(f.hint),
                 });
+            }
+        }
+    }
+    let ts = &rules.spec.topology_spread.validate;
+    if ts.enabled && matches!(input.operation, Operation::Create | Operation::Update) {
+        if let Some(object) = input.object {
+            let unchanged = input
+                .old_object
+                .is_some_and(|o| o.spec.spread_constraints() == object.spec.spread_constraints());
+            if !unchanged {
+                verdict.rules_run.push(RuleId::TopologySpread);
+                let path = object.spec_path().child("topologySpreadConstraints");
+                let merged = object.kind == Kind::Pod;
+                for e in
+                    spread::validate_constraints(object.spec.spread_constraints(), &path, merged)
+                {
+                    verdict.findings.push(Finding {
+                        rule: RuleId::TopologySpread,
+                        action: ts.action,
+                        error: e,
+                        hint: None,
+                    });
+                }
+                for e in spread::warnings(object) {
+                    verdict.findings.push(Finding {
+                        rule: RuleId::TopologySpread,
+                        action: Action::Warn,
+                        error: e,
+                        hint: None,
+                    });
+                }
             }
         }
     }

@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 
 use crate::config::{Action, HardAntiAffinity, RuleSet, ScopeAction};
-use crate::rules::{evaluate, Input, Operation, RuleId, User};
+use crate::rules::{evaluate, Input, Operation, Phase, RuleId, User};
 use crate::workload::{parse_value, Kind, PodTemplate};
 
 const ZONE: &str = "topology.kubernetes.io/zone";
@@ -45,6 +45,7 @@ fn run(
     old: Option<&PodTemplate>,
 ) -> Vec<(Action, String)> {
     let input = Input {
+        phase: Phase::Validate,
         operation: op,
         namespace: ns,
         user: User::default(),
@@ -345,6 +346,7 @@ fn denial_messages_with_hints() {
         ],
     );
     let input = Input {
+        phase: Phase::Validate,
         operation: Operation::Create,
         namespace: "demo",
         user: User::default(),

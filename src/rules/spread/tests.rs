@@ -1,0 +1,368 @@
+use serde_json::{json, Value};
+
+use super::*;
+use crate::config::{RuleSet, SpreadDefaults};
+use crate::rules::{evaluate, Input, Operation, Phase, User, Verdict};
+use crate::workload::parse_value;
+
+fn constraints(v: Value) -> Vec<TopologySpreadConstraint> {
+    serde_json::from_value(v).unwrap()
+}
+
+fn errors(v: Value, merged_pod: bool) -> Vec<String> {
+    validate_constraints(
+        &constraints(v),
+        &FieldPath::new("spec.topologySpreadConstraints"),
+        merged_pod,
+    )
+    .iter()
+    .map(|e| e.to_string())
+    .collect()
+}
+
+fn sel() -> Value {
+    json!({"matchLabels": {"app": "web"}})
+}
+
+const P: &str = "spec.topologySpreadConstraints";
+
+#[test]
+fn apiserver_validation_table() {
+    let cases: Vec<(&str, Value, Vec<String>)> = vec![
+        (
+            "a valid constraint",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel(), "minDomains": 2, "nodeAffinityPolicy": "Honor", "nodeTaintsPolicy": "Ignore"}]),
+            vec![],
+        ),
+        (
+            "maxSkew must be positive",
+            json!([{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel()}]),
+            vec![format!("{P}[0].maxSkew: Invalid value: 0: must be greater than zero")],
+        ),
+        (
+            "topologyKey must not be empty (or missing)",
+            json!([{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel()}]),
+            vec![format!("{P}[0].topologyKey: Required value: can not be empty")],
+        ),
+        (
+            "whenUnsatisfiable must be supported",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Never", "labelSelector": sel()}]),
+            vec![format!(r#"{P}[0].whenUnsatisfiable: Unsupported value: "Never": supported values: "DoNotSchedule", "ScheduleAnyway""#)],
+        ),
+        (
+            "an empty whenUnsatisfiable is not supported either",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "labelSelector": sel()}]),
+            vec![format!(r#"{P}[0].whenUnsatisfiable: Unsupported value: "": supported values: "DoNotSchedule", "ScheduleAnyway""#)],
+        ),
+        (
+            "duplicates are reported at the earlier index",
+            json!([
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel()},
+                {"maxSkew": 1, "topologyKey": "host", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel()},
+                {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel()},
+                {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": sel()}
+            ]),
+            vec![format!(r#"{P}[0].{{topologyKey, whenUnsatisfiable}}: Duplicate value: "{{zone, DoNotSchedule}}""#)],
+        ),
+        (
+            "minDomains must be positive and needs DoNotSchedule (both at once)",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": sel(), "minDomains": 0}]),
+            vec![
+                format!("{P}[0].minDomains: Invalid value: 0: must be greater than zero"),
+                format!("{P}[0].minDomains: Invalid value: 0: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"),
+            ],
+        ),
+        (
+            "node inclusion policies must be Honor or Ignore",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel(), "nodeAffinityPolicy": "honor", "nodeTaintsPolicy": "Skip"}]),
+            vec![
+                format!(r#"{P}[0].nodeAffinityPolicy: Unsupported value: "honor": supported values: "Honor", "Ignore""#),
+                format!(r#"{P}[0].nodeTaintsPolicy: Unsupported value: "Skip": supported values: "Honor", "Ignore""#),
+            ],
+        ),
+        (
+            "matchLabelKeys without labelSelector is forbidden",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "matchLabelKeys": ["pod-template-hash"]}]),
+            vec![format!("{P}[0].matchLabelKeys: Forbidden: must not be specified when labelSelector is not set")],
+        ),
+        (
+            "matchLabelKeys must be valid label keys",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel(), "matchLabelKeys": ["-bad"]}]),
+            vec![format!(r#"{P}[0].matchLabelKeys[0]: Invalid value: "-bad": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#)],
+        ),
+        (
+            "a matchLabelKeys key in matchLabels is refused",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel(), "matchLabelKeys": ["app"]}]),
+            vec![format!(r#"{P}[0].matchLabelKeys[0]: Invalid value: "app": exists in both matchLabelKeys and labelSelector"#)],
+        ),
+        (
+            "the label selector is validated",
+            json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In"}]}}]),
+            vec![format!("{P}[0].labelSelector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'")],
+        ),
+        (
+            "every error of every constraint is reported",
+            json!([
+                {"maxSkew": 0, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel()},
+                {"maxSkew": -1, "topologyKey": "zone", "whenUnsatisfiable": "X", "labelSelector": sel()}
+            ]),
+            vec![
+                format!("{P}[0].maxSkew: Invalid value: 0: must be greater than zero"),
+                format!("{P}[0].topologyKey: Required value: can not be empty"),
+                format!("{P}[1].maxSkew: Invalid value: -1: must be greater than zero"),
+                format!(r#"{P}[1].whenUnsatisfiable: Unsupported value: "X": supported values: "DoNotSchedule", "ScheduleAnyway""#),
+            ],
+        ),
+    ];
+    for (name, v, want) in cases {
+        assert_eq!(errors(v, false), want, "{name}");
+    }
+}
+
+#[test]
+fn match_label_keys_are_merge_aware_for_pods_only() {
+    // What a 1.34+ apiserver hands a webhook for a Deployment's pod: the key merged once.
+    let merged = json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "pod-template-hash", "operator": "In", "values": ["abc"]}]},
+        "matchLabelKeys": ["pod-template-hash"]}]);
+    assert!(errors(merged.clone(), true).is_empty());
+    let refused = vec![format!(
+        r#"{P}[0].matchLabelKeys[0]: Invalid value: "pod-template-hash": exists in both matchLabelKeys and labelSelector"#
+    )];
+    assert_eq!(errors(merged, false), refused, "templates are never merged");
+    let twice = json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchExpressions": [
+            {"key": "pod-template-hash", "operator": "In", "values": ["abc"]},
+            {"key": "pod-template-hash", "operator": "In", "values": ["abc"]}]},
+        "matchLabelKeys": ["pod-template-hash"]}]);
+    assert_eq!(
+        errors(twice, true),
+        refused,
+        "a second occurrence is an error for pods too"
+    );
+    let in_labels = json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"pod-template-hash": "abc"}}, "matchLabelKeys": ["pod-template-hash"]}]);
+    assert_eq!(errors(in_labels, true), refused);
+}
+
+fn pod(v: Value) -> crate::workload::PodTemplate {
+    parse_value(Kind::Pod, &v).unwrap()
+}
+
+#[test]
+fn warnings_for_constraints_that_spread_nothing() {
+    let t = pod(
+        json!({"metadata": {"labels": {"app": "web"}}, "spec": {"topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+            {"maxSkew": 1, "topologyKey": "host", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "db"}}},
+            {"maxSkew": 1, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}
+        ]}}),
+    );
+    let got: Vec<String> = warnings(&t).iter().map(|e| e.to_string()).collect();
+    assert_eq!(
+        got,
+        vec![
+            format!("{P}[0].labelSelector: Required value: without a labelSelector the constraint counts no pods and spreads nothing; select this workload's own pods"),
+            format!(r#"{P}[1].labelSelector: Invalid value: {{"matchLabels":{{"app":"db"}}}}: does not match the pod's own labels (app=web), so the pod is not counted by its own constraint and the spread drifts"#),
+        ]
+    );
+}
+
+fn run(
+    phase: Phase,
+    op: Operation,
+    ns: &str,
+    t: &crate::workload::PodTemplate,
+    rules: &RuleSet,
+) -> Verdict {
+    let input = Input {
+        phase,
+        operation: op,
+        namespace: ns,
+        user: User::default(),
+        object: Some(t),
+        old_object: None,
+    };
+    evaluate(&input, rules)
+}
+
+fn defaulted(kind: Kind, v: Value) -> Defaulting {
+    defaults(
+        &parse_value(kind, &v).unwrap(),
+        "demo",
+        &SpreadDefaults::default(),
+    )
+}
+
+#[test]
+fn defaulting_decisions() {
+    let deployment = json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {}}}});
+    let Defaulting::Add { path, constraints } = defaulted(Kind::Deployment, deployment) else {
+        panic!("deployment should be defaulted")
+    };
+    assert_eq!(
+        path.to_string(),
+        "spec.template.spec.topologySpreadConstraints"
+    );
+    assert_eq!(constraints.len(), 2);
+    assert_eq!(
+        constraints[0].match_label_keys.as_deref(),
+        Some(&["pod-template-hash".to_string()][..])
+    );
+    assert_eq!(
+        constraints[0]
+            .label_selector
+            .as_ref()
+            .unwrap()
+            .match_labels
+            .as_ref()
+            .unwrap()["app"],
+        "web"
+    );
+
+    let sts = json!({"spec": {"selector": {"matchLabels": {"app": "db"}}, "template": {"metadata": {"labels": {"app": "db"}}, "spec": {}}}});
+    let Defaulting::Add { constraints, .. } = defaulted(Kind::StatefulSet, sts) else {
+        panic!()
+    };
+    assert_eq!(constraints[0].match_label_keys, None);
+
+    let bare = json!({"metadata": {"labels": {"app": "web", "tier": "x", "pod-template-hash": "abc"}}, "spec": {}});
+    let Defaulting::Add { path, constraints } = defaulted(Kind::Pod, bare) else {
+        panic!()
+    };
+    assert_eq!(path.to_string(), "spec.topologySpreadConstraints");
+    let ml = constraints[0]
+        .label_selector
+        .as_ref()
+        .unwrap()
+        .match_labels
+        .clone()
+        .unwrap();
+    assert_eq!(ml.len(), 1, "only selectorLabelKeys are used: {ml:?}");
+    assert_eq!(
+        constraints[0].match_label_keys.as_deref(),
+        Some(&["pod-template-hash".to_string()][..])
+    );
+
+    let job_without_selector = json!({"spec": {"template": {"metadata": {"labels": {"app.kubernetes.io/name": "batch"}}, "spec": {}}}});
+    assert!(matches!(
+        defaulted(Kind::Job, job_without_selector),
+        Defaulting::Add { .. }
+    ));
+
+    let cases: Vec<(&str, Kind, Value)> = vec![
+        (
+            "a DaemonSet",
+            Kind::DaemonSet,
+            json!({"spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}}}}),
+        ),
+        (
+            "a pod of a DaemonSet",
+            Kind::Pod,
+            json!({"metadata": {"labels": {"app": "d"}, "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "1"}]}}),
+        ),
+        (
+            "a pod with a constraint",
+            Kind::Pod,
+            json!({"metadata": {"labels": {"app": "w"}}, "spec": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {}}]}}),
+        ),
+        (
+            "an opted-out object",
+            Kind::Deployment,
+            json!({"metadata": {"annotations": {"placement-guard.io/spread-defaults": "skip"}}, "spec": {"selector": {"matchLabels": {"app": "w"}}}}),
+        ),
+        (
+            "an opted-out template",
+            Kind::Deployment,
+            json!({"spec": {"selector": {"matchLabels": {"app": "w"}}, "template": {"metadata": {"annotations": {"placement-guard.io/spread-defaults": "skip"}}}}}),
+        ),
+    ];
+    for (name, kind, v) in cases {
+        assert_eq!(defaulted(kind, v), Defaulting::NotApplicable, "{name}");
+    }
+    let t = pod(json!({"metadata": {"labels": {"app": "w"}}}));
+    assert_eq!(
+        defaults(&t, "kube-system", &SpreadDefaults::default()),
+        Defaulting::NotApplicable
+    );
+
+    let Defaulting::Skipped(why) =
+        defaulted(Kind::Pod, json!({"metadata": {"labels": {"tier": "x"}}}))
+    else {
+        panic!()
+    };
+    assert_eq!(why, "topology spread constraints were not defaulted: the pod has none of the labels app.kubernetes.io/name, app.kubernetes.io/instance, app to select its peers by; add one, or set topologySpreadConstraints");
+}
+
+/// Applies the mutation's patch and returns the patched object.
+fn mutate(kind: Kind, object: Value, rules: &RuleSet) -> (Value, Verdict) {
+    let t = parse_value(kind, &object).unwrap();
+    let v = run(Phase::Mutate, Operation::Create, "demo", &t, rules);
+    let mut patched = object;
+    json_patch::patch(&mut patched, &v.patch).unwrap();
+    (patched, v)
+}
+
+#[test]
+fn patched_objects_are_idempotent_and_valid() {
+    let rules = RuleSet::default();
+    let objects = [
+        (
+            Kind::Deployment,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        ),
+        (
+            Kind::Pod,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app.kubernetes.io/name": "p", "pod-template-hash": "abc"}}, "spec": {"containers": [{"name": "c", "image": "i"}], "topologySpreadConstraints": []}}),
+        ),
+        (
+            Kind::CronJob,
+            json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "n"}, "spec": {"jobTemplate": {"spec": {"template": {"metadata": {"labels": {"app": "n"}}, "spec": {}}}}}}),
+        ),
+    ];
+    let mut snapshot = String::new();
+    for (kind, object) in objects {
+        let (patched, v) = mutate(kind, object, &rules);
+        assert_eq!(v.patch.len(), 1);
+        // A second pass (reinvocation) adds nothing.
+        let (again, v2) = mutate(kind, patched.clone(), &rules);
+        assert!(v2.patch.is_empty(), "{kind:?} reinvocation patched again");
+        assert_eq!(again, patched);
+        // The defaulted object passes this issue's validation, warnings included.
+        let t = parse_value(kind, &patched).unwrap();
+        let checked = run(Phase::Validate, Operation::Create, "demo", &t, &rules);
+        assert!(
+            checked.findings.is_empty(),
+            "{kind:?}: {:?}",
+            checked.findings
+        );
+        snapshot.push_str(&format!(
+            "# {kind:?}\n{}\n",
+            serde_json::to_string_pretty(&patched).unwrap()
+        ));
+    }
+    insta::assert_snapshot!(snapshot);
+}
+
+#[test]
+fn validation_action_and_update_ratchet() {
+    let bad = json!({"metadata": {"labels": {"app": "w"}}, "spec": {"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "w"}}}]}});
+    let t = pod(bad);
+    let mut rules = RuleSet::default();
+    assert!(!run(Phase::Validate, Operation::Create, "demo", &t, &rules).allowed());
+    rules.spec.topology_spread.validate.action = crate::config::Action::Warn;
+    let v = run(Phase::Validate, Operation::Create, "demo", &t, &rules);
+    assert!(v.allowed());
+    assert_eq!(v.warnings().len(), 1);
+    // An UPDATE that leaves the constraints as they were is not judged again.
+    let rules = RuleSet::default();
+    let input = Input {
+        phase: Phase::Validate,
+        operation: Operation::Update,
+        namespace: "demo",
+        user: User::default(),
+        object: Some(&t),
+        old_object: Some(&t),
+    };
+    assert!(evaluate(&input, &rules).allowed());
+}
