@@ -166,3 +166,21 @@ fn review_mutate_apply_prints_the_stored_object() {
     let r = run(&["review", "--apply", "-"], Some(b"{}"));
     assert_eq!(r.code, 2, "--apply needs --mutate");
 }
+
+#[test]
+fn review_mutate_shows_update_explanations() {
+    let r = run(
+        &[
+            "review",
+            "--mutate",
+            &path("pod-update-remove-nodeselector-key-gated.mutate.json"),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "/mutate never denies");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["response"]["warnings"][0],
+        "placement-guard: spec.nodeSelector[\"disktype\"] removed on a gated pod; while gated you may only add keys"
+    );
+}

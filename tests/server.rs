@@ -268,3 +268,34 @@ async fn mutate_defaults_spread_constraints_over_https() {
     let v: Value = r.json().await.unwrap();
     assert!(v["response"].get("patch").is_none());
 }
+
+#[actix_rt::test]
+async fn mutate_explains_refused_pod_updates_without_denying() {
+    let s = start(&[]);
+    let c = client(&s.ca);
+    // Recorded: the apiserver called /mutate, then refused the update itself (422).
+    let mut r = c
+        .post(format!("{}/mutate", s.base))
+        .send_body(fixture(
+            "pod-update-remove-nodeselector-key-gated-rejected-later.mutate.json",
+        ))
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["response"]["allowed"], true);
+    assert!(v["response"].get("patch").is_none());
+    assert_eq!(
+        v["response"]["warnings"],
+        serde_json::json!(["placement-guard: spec.nodeSelector[\"disktype\"] removed on a gated pod; while gated you may only add keys"])
+    );
+    // A legal tightening gets no warning and no patch.
+    let mut r = c
+        .post(format!("{}/mutate", s.base))
+        .send_body(fixture("pod-update-add-nodeselector-gated-2.mutate.json"))
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["response"]["allowed"], true);
+    assert!(v["response"].get("warnings").is_none(), "{v}");
+    assert!(v["response"].get("patch").is_none());
+}

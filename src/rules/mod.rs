@@ -146,9 +146,10 @@ pub fn is_relevant(kind: Kind, operation: Operation, phase: Phase, rules: &RuleS
                 || (s.topology_spread.validate.enabled && write)
         }
         Phase::Mutate => {
-            s.topology_spread.defaults.enabled
-                && kind != Kind::DaemonSet
-                && (operation == Operation::Create || (write && kind != Kind::Pod))
+            (s.mutable_directives.enabled && kind == Kind::Pod && operation == Operation::Update)
+                || (s.topology_spread.defaults.enabled
+                    && kind != Kind::DaemonSet
+                    && (operation == Operation::Create || (write && kind != Kind::Pod)))
         }
     }
 }
@@ -161,12 +162,50 @@ pub fn evaluate(input: &Input, rules: &RuleSet) -> Verdict {
     }
 }
 
+/// Warnings carry at most this much text in total; the apiserver drops warnings beyond 4096.
+const WARNING_BUDGET: usize = 4000;
+
+/// On Pod UPDATE, /mutate explains what validation is about to refuse: kube-apiserver rejects a
+/// loosening update before any validating webhook runs, but warnings from a mutating webhook
+/// still reach the client. Never denies, never patches.
+fn explain_update(input: &Input, rules: &RuleSet, verdict: &mut Verdict) {
+    let md = &rules.spec.mutable_directives;
+    let (Some(new), Some(old)) = (input.object, input.old_object) else {
+        return;
+    };
+    if !md.enabled || new.kind != Kind::Pod {
+        return;
+    }
+    verdict.rules_run.push(RuleId::MutableDirectives);
+    let lines: Vec<String> = mutable_directives::check(&old.spec, &new.spec, &input.user, md)
+        .into_iter()
+        .flat_map(|p| p.explain)
+        .map(|l| format!("placement-guard: {l}"))
+        .collect();
+    let mut used = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if used + line.len() > WARNING_BUDGET {
+            verdict.notes.push(format!(
+                "placement-guard: {} more refused change(s) not shown",
+                lines.len() - i
+            ));
+            break;
+        }
+        used += line.len();
+        verdict.notes.push(line.clone());
+    }
+}
+
 fn mutate(input: &Input, rules: &RuleSet) -> Verdict {
     let mut verdict = Verdict::default();
     let d = &rules.spec.topology_spread.defaults;
     let Some(object) = input.object else {
         return verdict;
     };
+    if object.kind == Kind::Pod && input.operation == Operation::Update {
+        explain_update(input, rules, &mut verdict);
+        return verdict;
+    }
     let applies = match object.kind {
         Kind::Pod => input.operation == Operation::Create,
         _ => matches!(input.operation, Operation::Create | Operation::Update),

@@ -16,11 +16,13 @@ use crate::core::nodeselector::{
 use crate::fieldpath::{FieldError, FieldPath};
 use crate::model::PodSpec;
 
-/// What a refused change is about; `/mutate` (issue 8) turns these into one-line explanations.
+/// One refused change: the error in the apiserver's words, a hint, and one-line explanations
+/// (under 120 characters where possible) that `/mutate` returns as warnings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Problem {
     pub error: FieldError,
     pub hint: Option<String>,
+    pub explain: Vec<String>,
 }
 
 const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
@@ -69,6 +71,10 @@ pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives)
                     "ask the controller that owns the scheduling gate to make this change, or add the user to mutableDirectives.allowedUsers"
                         .to_string(),
                 ),
+                explain: vec![format!(
+                    "user {:?} may not change a gated pod's directives (mutableDirectives.allowedUsers)",
+                    user.username
+                )],
             });
         }
         let tightening = constraint_implies(
@@ -140,6 +146,10 @@ fn check_tolerations(old: &[Toleration], new: &[Toleration], path: &FieldPath) -
             "toleration {} was removed or changed; keep every existing toleration as it is (only tolerationSeconds may change) and add new ones",
             describe_toleration(missing)
         )),
+        explain: vec![format!(
+            "spec.tolerations: \"{}\" removed or changed; only tolerationSeconds may change",
+            describe_toleration(missing)
+        )],
     })
 }
 
@@ -158,6 +168,10 @@ fn check_gates(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec<Problem> {
                 "scheduling gates can only be set when the pod is created; remove the new gate from the update"
                     .to_string(),
             ),
+            explain: vec![format!(
+                "spec.schedulingGates: gate {:?} added; gates can only be removed after creation",
+                g.name
+            )],
         })
         .collect()
 }
@@ -170,10 +184,26 @@ fn check_node_selector(
 ) -> Option<Problem> {
     let new_sel = new.node_selector();
     let mut lost = Vec::new();
+    let mut explain = Vec::new();
+    let advice = if tightening {
+        "narrower, but keep the key: add keys or affinity".to_string()
+    } else {
+        "while gated you may only add keys".to_string()
+    };
     for (k, v) in old.node_selector() {
         match new_sel.get(k) {
-            None => lost.push(format!("key {k:?} (={v:?}) removed")),
-            Some(nv) if nv != v => lost.push(format!("key {k:?} changed from {v:?} to {nv:?}")),
+            None => {
+                lost.push(format!("key {k:?} (={v:?}) removed"));
+                explain.push(format!(
+                    "spec.nodeSelector[{k:?}] removed on a gated pod; {advice}"
+                ));
+            }
+            Some(nv) if nv != v => {
+                lost.push(format!("key {k:?} changed from {v:?} to {nv:?}"));
+                explain.push(format!(
+                    "spec.nodeSelector[{k:?}] changed {v:?} -> {nv:?} on a gated pod; {advice}"
+                ));
+            }
             Some(_) => {}
         }
     }
@@ -205,6 +235,7 @@ fn check_node_selector(
             "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
         ),
         hint: Some(hint),
+        explain,
     })
 }
 
@@ -273,7 +304,7 @@ fn check_node_affinity(
     let new_terms = required_terms(new).unwrap_or(&[]);
     let terms_path = path.child(REQUIRED).child("nodeSelectorTerms");
     if !old_terms.is_empty() && old_terms.len() != new_terms.len() {
-        let hint = terms_count_hint(old_terms, new_terms, tightening);
+        let (hint, explain) = terms_count_hint(old_terms, new_terms, tightening);
         return vec![Problem {
             error: FieldError::invalid(
                 terms_path,
@@ -281,6 +312,7 @@ fn check_node_affinity(
                 "no additions/deletions to non-empty NodeSelectorTerms list are allowed",
             ),
             hint: Some(hint),
+            explain: vec![explain],
         }];
     }
     let mut out = Vec::new();
@@ -288,49 +320,61 @@ fn check_node_affinity(
         if term_only_adds(n, o) {
             continue;
         }
+        let (hint, explain) = term_hint(i, o, n);
         out.push(Problem {
             error: FieldError::invalid(
                 terms_path.index(i),
                 to_value(n),
                 "only additions are allowed (no mutations or deletions)",
             ),
-            hint: Some(term_hint(i, o, n)),
+            hint: Some(hint),
+            explain: vec![explain],
         });
     }
     out
 }
 
+/// The hint and the one-line explanation for a changed number of terms.
 fn terms_count_hint(
     old: &[NodeSelectorTerm],
     new: &[NodeSelectorTerm],
     tightening: bool,
-) -> String {
+) -> (String, String) {
     let (o, n) = (old.len(), new.len());
     if tightening {
         if let [only] = new {
-            let reqs = term_requirements(only);
-            return format!(
-                "this narrows the {o} term(s) to {n} (a tightening), but the number of terms of a gated pod is fixed; append {} to each of the {o} existing term(s) instead, which selects the same nodes",
-                quote_reqs(&reqs)
+            let reqs = quote_reqs(&term_requirements(only));
+            return (
+                format!("this narrows the {o} term(s) to {n} (a tightening), but the number of terms of a gated pod is fixed; append {reqs} to each of the {o} existing term(s) instead, which selects the same nodes"),
+                format!("nodeSelectorTerms narrowed from {o} terms to {n}; append {reqs} to each existing term instead"),
             );
         }
-        return format!(
-            "this selects a subset of the old nodes (a tightening), but the number of terms of a gated pod is fixed at {o}; keep the {o} term(s) and append requirements to them instead"
+        return (
+            format!("this selects a subset of the old nodes (a tightening), but the number of terms of a gated pod is fixed at {o}; keep the {o} term(s) and append requirements to them instead"),
+            format!("nodeSelectorTerms: {o} terms became {n}; the count is fixed while gated, append to the existing terms"),
         );
     }
     if n > o {
-        format!("adding a term widens the OR of terms (more nodes qualify); keep the {o} term(s) and append requirements to them to narrow the choice")
+        (
+            format!("adding a term widens the OR of terms (more nodes qualify); keep the {o} term(s) and append requirements to them to narrow the choice"),
+            format!("nodeSelectorTerms: {} term(s) added on a gated pod; terms may only gain requirements", n - o),
+        )
     } else {
-        format!("removing a term is refused while gated; keep the {o} term(s) and append requirements to them to narrow the choice")
+        (
+            format!("removing a term is refused while gated; keep the {o} term(s) and append requirements to them to narrow the choice"),
+            format!("nodeSelectorTerms: {} term(s) removed on a gated pod; terms may only gain requirements", o - n),
+        )
     }
 }
 
-fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> String {
+/// The hint and the one-line explanation for a rewritten term.
+fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> (String, String) {
     let old_reqs = term_requirements(old);
     let new_reqs = term_requirements(new);
     if old_reqs.is_empty() {
-        return format!(
-            "nodeSelectorTerms[{i}] was empty (it matches no node) and can never be changed while gated"
+        return (
+            format!("nodeSelectorTerms[{i}] was empty (it matches no node) and can never be changed while gated"),
+            format!("nodeSelectorTerms[{i}] was empty (matches no node) and cannot change while gated"),
         );
     }
     let old_term = Term {
@@ -340,20 +384,29 @@ fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> String
         requirements: new_reqs.clone(),
     };
     let rewritten = format!("nodeSelectorTerms[{i}] rewrites \"{old_term}\" as \"{new_term}\"");
-    if new_term.implies(&old_term) {
+    let narrower = new_term.implies(&old_term);
+    if narrower && old_term.implies(&new_term) {
+        return (
+            format!("{rewritten}, which selects the same nodes; keep \"{old_term}\" unchanged, in its order"),
+            format!("nodeSelectorTerms[{i}] reorders or restates \"{old_term}\"; keep it unchanged, in its order"),
+        );
+    }
+    if narrower {
         let extra: Vec<Requirement> = new_reqs
             .iter()
             .filter(|r| !old_reqs.contains(r))
             .cloned()
             .collect();
         let extra = if extra.is_empty() { new_reqs } else { extra };
-        format!(
-            "{rewritten}, a tightening; append the requirement(s) {} to the term instead, keeping the existing ones first and unchanged",
-            quote_reqs(&extra)
+        let extra = quote_reqs(&extra);
+        (
+            format!("{rewritten}, a tightening; append the requirement(s) {extra} to the term instead, keeping the existing ones first and unchanged"),
+            format!("{rewritten}; append the requirement {extra} to the term instead"),
         )
     } else {
-        format!(
-            "{rewritten}, which is not a tightening; a gated pod's term may only grow: keep \"{old_term}\" as its first requirements and append new ones"
+        (
+            format!("{rewritten}, which is not a tightening; a gated pod's term may only grow: keep \"{old_term}\" as its first requirements and append new ones"),
+            format!("{rewritten}; while gated a term may only gain requirements"),
         )
     }
 }
@@ -396,6 +449,10 @@ fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec
             hint: Some(
                 "pod affinity is fixed at creation; recreate the pod to change it".to_string(),
             ),
+            explain: vec![
+                "spec.affinity.podAffinity changed; pod affinity cannot change, even while gated"
+                    .to_string(),
+            ],
         });
     }
     if !m.pod_anti_affinity.sem_eq(&o.pod_anti_affinity) {
@@ -404,6 +461,10 @@ fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec
             hint: Some(
                 "pod anti-affinity is fixed at creation; recreate the pod to change it".to_string(),
             ),
+            explain: vec![
+                "spec.affinity.podAntiAffinity changed; it cannot change, even while gated"
+                    .to_string(),
+            ],
         });
     }
     if out.is_empty() {
@@ -420,6 +481,9 @@ fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec
             hint: Some(format!(
                 "an empty affinity object was {what}; set spec.affinity.nodeAffinity instead, or leave spec.affinity as it was"
             )),
+            explain: vec![format!(
+                "spec.affinity {what} on its own; only spec.affinity.nodeAffinity may change while gated"
+            )],
         });
     }
     out
@@ -433,6 +497,10 @@ fn check_ungated(old: &PodSpec, new: &PodSpec, spec: &FieldPath) -> Vec<Problem>
         out.push(Problem {
             error: FieldError::forbidden(spec.child("nodeSelector"), detail),
             hint: Some(hint.to_string()),
+            explain: vec![
+                "spec.nodeSelector changed on a pod without scheduling gates; it is fixed once ungated"
+                    .to_string(),
+            ],
         });
     }
     if !old.affinity.sem_eq(&new.affinity) {
@@ -457,6 +525,9 @@ fn check_ungated(old: &PodSpec, new: &PodSpec, spec: &FieldPath) -> Vec<Problem>
             _ => spec.child("affinity"),
         };
         out.push(Problem {
+            explain: vec![format!(
+                "{path} changed on a pod without scheduling gates; it is fixed once ungated"
+            )],
             error: FieldError::forbidden(path, detail),
             hint: Some(hint.to_string()),
         });

@@ -493,3 +493,128 @@ fn refused_updates_explain_the_legal_form() {
     }
     insta::assert_snapshot!(out);
 }
+
+/// `/mutate` on Pod UPDATE: one line per refused change, allowed, no patch.
+#[test]
+fn mutate_explains_each_refused_change_in_one_line() {
+    use crate::config::RuleSet;
+    use crate::rules::{evaluate, Input, Operation, Phase};
+    use crate::workload::{parse_value, Kind};
+
+    let zone = |vals: &[&str]| json!([{"matchExpressions": [expr("zone", "In", vals)]}]);
+    let cases: Vec<(&str, Value, Value)> = vec![
+        (
+            "nodeSelector key removed",
+            gated(json!({"nodeSelector": {"disktype": "ssd"}})),
+            gated(json!({})),
+        ),
+        (
+            "nodeSelector value changed",
+            gated(json!({"nodeSelector": {"disktype": "ssd"}})),
+            gated(json!({"nodeSelector": {"disktype": "hdd"}})),
+        ),
+        (
+            "nodeSelector key moved into affinity (a tightening)",
+            gated(json!({"nodeSelector": {"disktype": "ssd"}})),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("disktype", "In", &["ssd"])]}]))}),
+            ),
+        ),
+        (
+            "term added",
+            gated(json!({"affinity": required(zone(&["a"]))})),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))}),
+            ),
+        ),
+        (
+            "term removed",
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))}),
+            ),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["b"])]}]))}),
+            ),
+        ),
+        (
+            "expression narrowed",
+            gated(json!({"affinity": required(zone(&["a", "b"]))})),
+            gated(json!({"affinity": required(zone(&["a"]))})),
+        ),
+        (
+            "expression widened",
+            gated(json!({"affinity": required(zone(&["a"]))})),
+            gated(json!({"affinity": required(zone(&["a", "b"]))})),
+        ),
+        (
+            "expressions reordered",
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("a", "Exists", &[]), expr("b", "Exists", &[])]}]))}),
+            ),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("b", "Exists", &[]), expr("a", "Exists", &[])]}]))}),
+            ),
+        ),
+        (
+            "gate added",
+            gated(json!({})),
+            json!({"schedulingGates": [{"name": "example.com/gate"}, {"name": "example.com/second"}]}),
+        ),
+        (
+            "podAffinity changed",
+            gated(json!({})),
+            gated(
+                json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {}}]}}}),
+            ),
+        ),
+        (
+            "nodeSelector changed on an ungated pod",
+            json!({"nodeSelector": {"a": "1"}}),
+            json!({"nodeSelector": {"a": "2"}}),
+        ),
+        (
+            "node affinity set on an ungated pod",
+            json!({}),
+            json!({"affinity": required(zone(&["a"]))}),
+        ),
+        (
+            "toleration removed",
+            json!({"tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}),
+            json!({}),
+        ),
+        (
+            "a legal tightening explains nothing",
+            gated(json!({})),
+            gated(json!({"nodeSelector": {"zone": "a"}})),
+        ),
+    ];
+    let rules = RuleSet::default();
+    let mut out = String::new();
+    for (name, old, new) in cases {
+        let old = parse_value(Kind::Pod, &json!({"spec": old})).unwrap();
+        let new = parse_value(Kind::Pod, &json!({"spec": new})).unwrap();
+        let input = Input {
+            phase: Phase::Mutate,
+            operation: Operation::Update,
+            namespace: "demo",
+            user: User::default(),
+            object: Some(&new),
+            old_object: Some(&old),
+        };
+        let v = evaluate(&input, &rules);
+        assert!(v.allowed() && v.patch.is_empty(), "{name}");
+        out.push_str(&format!("## {name}\n"));
+        for w in v.warnings() {
+            // Our own wording stays under 120 characters; quoted user content comes on top.
+            let own: String = w.split('"').step_by(2).collect();
+            assert!(
+                own.len() <= 110,
+                "{name}: {} chars of our own: {w}",
+                own.len()
+            );
+            out.push_str(&w);
+            out.push('\n');
+        }
+    }
+    insta::assert_snapshot!(out);
+}
