@@ -29,6 +29,27 @@ pub enum LogFormat {
     Json,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+    Sarif,
+    Junit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the admission webhook over HTTPS.
@@ -69,6 +90,24 @@ pub enum Command {
         /// AdmissionReview JSON file, or - for stdin.
         #[arg(default_value = "-")]
         file: String,
+    },
+    /// Check manifests in CI: files, directories (recursive) or - for stdin.
+    Check {
+        /// Rule file (built-in defaults otherwise).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: Output,
+        /// Exit 1 on errors only (default), or on warnings too.
+        #[arg(long, value_enum, default_value = "error")]
+        fail_on: FailOn,
+        /// Color in text output.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+        /// Manifest files, directories, or - for stdin.
+        #[arg(required = true)]
+        paths: Vec<String>,
     },
     /// Rule file helpers.
     Rules {
@@ -188,6 +227,19 @@ pub fn run() -> ExitCode {
                 Err(e) => fail(format!("{file}: {e}")),
             }
         }
+        Command::Check {
+            rules,
+            output,
+            fail_on,
+            color,
+            paths,
+        } => {
+            let rules = match load_rules(rules.as_ref()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            run_check(&rules, &paths, output, fail_on, color)
+        }
         Command::Rules { print_defaults } => {
             if print_defaults {
                 print!("{DEFAULT_RULES_YAML}");
@@ -196,6 +248,59 @@ pub fn run() -> ExitCode {
                 fail("nothing to do: use rules --print-defaults")
             }
         }
+    }
+}
+
+fn run_check(
+    rules: &RuleSet,
+    paths: &[String],
+    output: Output,
+    fail_on: FailOn,
+    color: Color,
+) -> ExitCode {
+    use crate::check::{self, Severity};
+    use std::io::IsTerminal;
+    let inputs = crate::inputs::collect(paths);
+    if inputs.is_empty() {
+        return fail(format!(
+            "no manifests found in {} (looked for .yaml, .yml, .json)",
+            paths.join(", ")
+        ));
+    }
+    if inputs.iter().all(|i| i.text.is_err()) {
+        for i in &inputs {
+            if let Err(e) = &i.text {
+                eprintln!("placement-guard: {}: {e}", i.name);
+            }
+        }
+        return fail("no input could be read");
+    }
+    let mut report = check::Report::default();
+    for i in &inputs {
+        match &i.text {
+            Ok(text) => check::check_text(&i.name, text, rules, &mut report),
+            Err(e) => report.unreadable(&i.name, e.clone()),
+        }
+    }
+    report.sort();
+    let use_color = match color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let rendered = match output {
+        Output::Text => crate::report::text(&report, use_color),
+        Output::Json => crate::report::json(&report),
+        Output::Sarif => crate::report::sarif(&report),
+        Output::Junit => crate::report::junit(&report),
+    };
+    print!("{rendered}");
+    let failing = report.count(Severity::Error) > 0
+        || (fail_on == FailOn::Warning && report.count(Severity::Warning) > 0);
+    if failing {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

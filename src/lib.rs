@@ -4,14 +4,18 @@
 //! [`rules`], [`admission`]. Adapters on top: [`tls`], [`server`], [`cli`].
 
 pub mod admission;
+pub mod check;
 pub mod config;
 pub mod core;
 pub mod fieldpath;
+pub mod manifest;
 pub mod model;
+pub mod report;
 pub mod rules;
 pub mod validation;
 pub mod workload;
 
 pub mod cli;
+pub mod inputs;
 pub mod server;
 pub mod tls;

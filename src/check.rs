@@ -1,0 +1,311 @@
+//! `check`: manifests in, diagnostics out. Each object is treated as a CREATE and goes through the
+//! same [`rules::evaluate`] as `/validate` and `/mutate`.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::{Action, RuleSet};
+use crate::fieldpath::FieldPath;
+use crate::manifest::{self, Object, Pos};
+use crate::rules::{self, Input, Operation, Phase, RuleId, User};
+use crate::workload::{self, Kind};
+
+pub const IGNORE_ANNOTATION: &str = "placement-guard.io/ignore";
+pub const IGNORE_REASON_ANNOTATION: &str = "placement-guard.io/ignore-reason";
+/// Findings about input that could not be read as YAML or as an object.
+pub const RULE_YAML: &str = "yaml-syntax";
+pub const RULE_INVALID: &str = "invalid-object";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Diagnostic {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub rule: String,
+    pub severity: Severity,
+    /// `Deployment demo/web`, empty for file-level problems.
+    pub object: String,
+    /// Kubernetes-style field path, empty for file-level problems.
+    pub path: String,
+    /// What is wrong, in Kubernetes' words (`Forbidden: ...`).
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Suppressed {
+    pub file: String,
+    pub line: usize,
+    pub object: String,
+    pub rule: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The outcome of a whole run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub files: usize,
+    /// Objects a rule looked at (Pods and workloads with a pod template).
+    pub objects: usize,
+    /// Other objects (ConfigMaps, Services, CRDs, ...).
+    pub skipped: usize,
+    pub diagnostics: Vec<Diagnostic>,
+    pub suppressed: Vec<Suppressed>,
+    /// Every checked object as (file, object), clean ones included (JUnit lists them all).
+    #[serde(skip)]
+    pub checked: Vec<(String, String)>,
+}
+
+impl Report {
+    pub fn count(&self, s: Severity) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == s).count()
+    }
+
+    /// Diagnostics sorted by file, position and rule, for stable output.
+    pub fn sort(&mut self) {
+        self.diagnostics.sort_by(|a, b| {
+            (&a.file, a.line, a.column, &a.rule, &a.path)
+                .cmp(&(&b.file, b.line, b.column, &b.rule, &b.path))
+        });
+    }
+
+    /// Adds a file that could not be read at all.
+    pub fn unreadable(&mut self, file: &str, message: String) {
+        self.files += 1;
+        self.diagnostics.push(Diagnostic {
+            file: file.to_string(),
+            line: 1,
+            column: 1,
+            rule: "unreadable".to_string(),
+            severity: Severity::Error,
+            object: String::new(),
+            path: String::new(),
+            message,
+            hint: None,
+        });
+    }
+}
+
+fn describe(kind: Kind, value: &Value) -> String {
+    let meta = &value["metadata"];
+    let name = meta["name"]
+        .as_str()
+        .or(meta["generateName"].as_str())
+        .unwrap_or("<unnamed>");
+    match meta["namespace"].as_str() {
+        Some(ns) if !ns.is_empty() => format!("{} {ns}/{name}", kind.name()),
+        _ => format!("{} {name}", kind.name()),
+    }
+}
+
+fn ignored_rules(value: &Value) -> (Vec<String>, Option<String>) {
+    let ann = &value["metadata"]["annotations"];
+    let rules = ann[IGNORE_ANNOTATION]
+        .as_str()
+        .map(|s| {
+            s.split(',')
+                .map(|r| r.trim().to_string())
+                .filter(|r| !r.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let reason = ann[IGNORE_REASON_ANNOTATION].as_str().map(str::to_string);
+    (rules, reason)
+}
+
+fn describe_constraints(cs: &[k8s_openapi::api::core::v1::TopologySpreadConstraint]) -> String {
+    cs.iter()
+        .map(|c| {
+            let sel = c
+                .label_selector
+                .as_ref()
+                .and_then(|s| s.match_labels.as_ref())
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            let keys = c
+                .match_label_keys
+                .as_ref()
+                .map(|k| format!(" + matchLabelKeys [{}]", k.join(",")))
+                .unwrap_or_default();
+            format!(
+                "maxSkew {} on {} ({}, selecting {sel}{keys})",
+                c.max_skew, c.topology_key, c.when_unsatisfiable
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Checks one file's text, adding to `report`.
+pub fn check_text(file: &str, text: &str, rules: &RuleSet, report: &mut Report) {
+    report.files += 1;
+    let objects = match manifest::parse(text) {
+        Ok(o) => o,
+        Err(e) => {
+            report.diagnostics.push(Diagnostic {
+                file: file.to_string(),
+                line: e.pos_line,
+                column: e.pos_col,
+                rule: RULE_YAML.to_string(),
+                severity: Severity::Error,
+                object: String::new(),
+                path: String::new(),
+                message: format!("not valid YAML: {}", e.message),
+                hint: None,
+            });
+            return;
+        }
+    };
+    for obj in &objects {
+        check_object(file, obj, rules, report);
+    }
+}
+
+fn check_object(file: &str, obj: &Object, rules: &RuleSet, report: &mut Report) {
+    let v = &obj.value;
+    let kind = match (v["apiVersion"].as_str(), v["kind"].as_str()) {
+        (Some(api), Some(kind)) => Kind::from_api_version(api, kind),
+        _ => None,
+    };
+    let Some(kind) = kind else {
+        report.skipped += 1;
+        return;
+    };
+    report.objects += 1;
+    let object = describe(kind, v);
+    report.checked.push((file.to_string(), object.clone()));
+    let diag = |pos: Pos, rule: &str, severity, path: String, message: String, hint| Diagnostic {
+        file: file.to_string(),
+        line: pos.line,
+        column: pos.column,
+        rule: rule.to_string(),
+        severity,
+        object: object.clone(),
+        path,
+        message,
+        hint,
+    };
+    let template = match workload::parse_value(kind, v) {
+        Ok(t) => t,
+        Err(e) => {
+            let fp = FieldPath::new(&e.path);
+            report.diagnostics.push(diag(
+                obj.position(&fp),
+                RULE_INVALID,
+                Severity::Error,
+                e.path.clone(),
+                format!("cannot read {}: {}", e.kind, e.message),
+                None,
+            ));
+            return;
+        }
+    };
+    let (ignored, reason) = ignored_rules(v);
+    let namespace = template.meta.namespace.clone().unwrap_or_default();
+    let input = Input {
+        phase: Phase::Validate,
+        operation: Operation::Create,
+        namespace: &namespace,
+        user: User::default(),
+        object: Some(&template),
+        old_object: None,
+    };
+    let mut found: Vec<Diagnostic> = Vec::new();
+    let mut rule_of: Vec<RuleId> = Vec::new();
+    let verdict = rules::evaluate(&input, rules);
+    for f in &verdict.findings {
+        let severity = if f.action == Action::Deny {
+            Severity::Error
+        } else {
+            Severity::Warning
+        };
+        found.push(diag(
+            obj.position(&f.error.path),
+            f.rule.as_str(),
+            severity,
+            f.error.path.to_string(),
+            f.error.body(),
+            f.hint.clone(),
+        ));
+        rule_of.push(f.rule);
+    }
+    let mutated = rules::evaluate(
+        &Input {
+            phase: Phase::Mutate,
+            ..input
+        },
+        rules,
+    );
+    if let Some((path, constraints)) = &mutated.defaulted {
+        found.push(diag(
+            obj.position(path),
+            RuleId::TopologySpreadDefaults.as_str(),
+            Severity::Warning,
+            path.to_string(),
+            format!(
+                "no topology spread constraints; the webhook would add: {}",
+                describe_constraints(constraints)
+            ),
+            Some(format!(
+                "set topologySpreadConstraints yourself, or annotate the object with {}: \"skip\"",
+                rules::spread::SKIP_ANNOTATION
+            )),
+        ));
+        rule_of.push(RuleId::TopologySpreadDefaults);
+    }
+    for note in &mutated.notes {
+        let path = template.spec_path();
+        let message = note
+            .strip_prefix(&format!("{}: ", RuleId::TopologySpreadDefaults))
+            .unwrap_or(note)
+            .to_string();
+        found.push(diag(
+            obj.position(&path),
+            RuleId::TopologySpreadDefaults.as_str(),
+            Severity::Warning,
+            path.to_string(),
+            message,
+            None,
+        ));
+        rule_of.push(RuleId::TopologySpreadDefaults);
+    }
+    for (d, rule) in found.into_iter().zip(rule_of) {
+        if ignored.iter().any(|r| r == rule.as_str()) {
+            report.suppressed.push(Suppressed {
+                file: file.to_string(),
+                line: d.line,
+                object: d.object,
+                rule: d.rule,
+                reason: reason.clone(),
+            });
+        } else {
+            report.diagnostics.push(d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

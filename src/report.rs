@@ -1,0 +1,237 @@
+//! One renderer per output format, all over the same [`Report`].
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use crate::check::{Diagnostic, Report, Severity};
+
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+fn summary(r: &Report) -> String {
+    format!(
+        "checked {} object(s) in {} file(s): {} error(s), {} warning(s); {} other object(s) skipped, {} finding(s) suppressed",
+        r.objects,
+        r.files,
+        r.count(Severity::Error),
+        r.count(Severity::Warning),
+        r.skipped,
+        r.suppressed.len()
+    )
+}
+
+fn headline(d: &Diagnostic) -> String {
+    match (d.object.is_empty(), d.path.is_empty()) {
+        (true, _) => d.message.clone(),
+        (false, true) => format!("{}: {}", d.object, d.message),
+        (false, false) => format!("{}: {}: {}", d.object, d.path, d.message),
+    }
+}
+
+/// Human output: `file:line:col` first (clickable in editors and terminals), a summary at the end.
+pub fn text(r: &Report, color: bool) -> String {
+    let paint = |code: &str, s: &str| {
+        if color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = String::new();
+    for d in &r.diagnostics {
+        let sev = match d.severity {
+            Severity::Error => paint("1;31", "error"),
+            Severity::Warning => paint("1;33", "warning"),
+        };
+        let loc = paint("1", &format!("{}:{}:{}", d.file, d.line, d.column));
+        let _ = writeln!(out, "{loc}: {sev}[{}] {}", d.rule, headline(d));
+        if let Some(h) = &d.hint {
+            let _ = writeln!(out, "    {} {h}", paint("36", "help:"));
+        }
+    }
+    for s in &r.suppressed {
+        let reason = s
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}:{}: suppressed[{}] {}{reason}",
+            s.file, s.line, s.rule, s.object
+        );
+    }
+    let _ = writeln!(out, "{}", summary(r));
+    out
+}
+
+/// Stable JSON: `{"version": 1, "summary": {...}, "diagnostics": [...], "suppressed": [...]}`.
+pub fn json(r: &Report) -> String {
+    let v = json!({
+        "version": JSON_SCHEMA_VERSION,
+        "summary": {
+            "files": r.files,
+            "objects": r.objects,
+            "skipped": r.skipped,
+            "errors": r.count(Severity::Error),
+            "warnings": r.count(Severity::Warning),
+            "suppressed": r.suppressed.len(),
+        },
+        "diagnostics": r.diagnostics,
+        "suppressed": r.suppressed,
+    });
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+const RULES: [(&str, &str); 6] = [
+    ("mutable-directives", "Scheduling directives of gated pods may only be tightened (KEP-3838)"),
+    ("hard-anti-affinity", "Required pod anti-affinity over a wide topology shuts matching pods out of whole zones"),
+    ("topology-spread", "topologySpreadConstraints as kube-apiserver validates them, and constraints that spread nothing"),
+    ("topology-spread-defaults", "Workloads without topology spread constraints get the configured defaults"),
+    (crate::check::RULE_YAML, "The file is not valid YAML"),
+    (crate::check::RULE_INVALID, "The object cannot be read as its kind"),
+];
+
+/// SARIF 2.1.0 for GitHub code scanning.
+pub fn sarif(r: &Report) -> String {
+    use serde_sarif::sarif::{
+        ArtifactLocation, Location, Message, MultiformatMessageString, PhysicalLocation, Region,
+        ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent,
+    };
+    let rules: Vec<ReportingDescriptor> = RULES
+        .iter()
+        .map(|(id, text)| {
+            ReportingDescriptor::builder()
+                .id(*id)
+                .short_description(MultiformatMessageString::builder().text(*text).build())
+                .build()
+        })
+        .collect();
+    let results: Vec<SarifResult> = r
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let mut text = headline(d);
+            if let Some(h) = &d.hint {
+                text.push_str("\nhelp: ");
+                text.push_str(h);
+            }
+            SarifResult::builder()
+                .rule_id(d.rule.clone())
+                .level(match d.severity {
+                    Severity::Error => ResultLevel::Error,
+                    Severity::Warning => ResultLevel::Warning,
+                })
+                .message(Message::builder().text(text).build())
+                .locations(vec![Location::builder()
+                    .physical_location(
+                        PhysicalLocation::builder()
+                            .artifact_location(
+                                ArtifactLocation::builder().uri(d.file.clone()).build(),
+                            )
+                            .region(
+                                Region::builder()
+                                    .start_line(d.line as i64)
+                                    .start_column(d.column as i64)
+                                    .build(),
+                            )
+                            .build(),
+                    )
+                    .build()])
+                .build()
+        })
+        .collect();
+    let tool = Tool::builder()
+        .driver(
+            ToolComponent::builder()
+                .name("placement-guard")
+                .version(env!("CARGO_PKG_VERSION"))
+                .rules(rules)
+                .build(),
+        )
+        .build();
+    let sarif = Sarif::builder()
+        .version(serde_json::json!("2.1.0"))
+        .schema(serde_sarif::sarif::SCHEMA_URL)
+        .runs(vec![Run::builder().tool(tool).results(results).build()])
+        .build();
+    let mut s = serde_json::to_string_pretty(&sarif).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// JUnit XML for GitLab and Jenkins: one test case per checked object (and per unreadable file);
+/// errors fail it, warnings are listed in its output.
+pub fn junit(r: &Report) -> String {
+    use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
+    let mut suite = TestSuite::new("placement-guard check");
+    // Files that could not be read, then every checked object, clean ones included.
+    let mut keys: Vec<(String, String)> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.object.is_empty())
+        .map(|d| (d.file.clone(), String::new()))
+        .collect();
+    keys.extend(r.checked.iter().cloned());
+    keys.sort();
+    keys.dedup();
+    for (file, object) in keys {
+        let ds: Vec<&Diagnostic> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.file == file && d.object == object)
+            .collect();
+        let errors: Vec<String> = ds
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| {
+                format!(
+                    "{}:{}:{}: [{}] {}",
+                    d.file,
+                    d.line,
+                    d.column,
+                    d.rule,
+                    headline(d)
+                )
+            })
+            .collect();
+        let warnings: Vec<String> = ds
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+            .map(|d| {
+                format!(
+                    "{}:{}:{}: warning[{}] {}",
+                    d.file,
+                    d.line,
+                    d.column,
+                    d.rule,
+                    headline(d)
+                )
+            })
+            .collect();
+        let name = if object.is_empty() {
+            file.clone()
+        } else {
+            format!("{file}: {object}")
+        };
+        let status = if errors.is_empty() {
+            TestCaseStatus::success()
+        } else {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("{} error(s)", errors.len()));
+            s.set_description(errors.join("\n"));
+            s
+        };
+        let mut case = TestCase::new(name, status);
+        case.set_classname(file);
+        if !warnings.is_empty() {
+            case.set_system_out(warnings.join("\n"));
+        }
+        suite.add_test_case(case);
+    }
+    let mut report = JReport::new("placement-guard");
+    report.add_test_suite(suite);
+    report.to_string().unwrap_or_default()
+}
