@@ -40,7 +40,7 @@ fn read_file(p: &Path) -> Result<String, String> {
 /// YAML text is UTF-8, or UTF-16 with a byte order mark (YAML 1.2, 5.2).
 pub fn decode(bytes: Vec<u8>) -> Result<String, String> {
     let utf16 = |body: &[u8], be: bool| -> Result<String, String> {
-        if body.len() % 2 != 0 {
+        if !body.len().is_multiple_of(2) {
             return Err("UTF-16 text with an odd number of bytes".to_string());
         }
         let units = body.chunks_exact(2).map(|c| {
@@ -61,31 +61,6 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, String> {
             .map_err(|e| format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to() + 3)),
         _ => String::from_utf8(bytes)
             .map_err(|e| format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decode;
-
-    #[test]
-    fn decodes_utf8_and_utf16_with_bom() {
-        assert_eq!(decode(b"a: 1".to_vec()).unwrap(), "a: 1");
-        assert_eq!(decode(b"\xEF\xBB\xBFa: 1".to_vec()).unwrap(), "a: 1");
-        let be: Vec<u8> = [0xFE, 0xFF]
-            .into_iter()
-            .chain("a: 1".encode_utf16().flat_map(u16::to_be_bytes))
-            .collect();
-        assert_eq!(decode(be).unwrap(), "a: 1");
-        let le: Vec<u8> = [0xFF, 0xFE]
-            .into_iter()
-            .chain("a: 1".encode_utf16().flat_map(u16::to_le_bytes))
-            .collect();
-        assert_eq!(decode(le).unwrap(), "a: 1");
-        assert_eq!(
-            decode(vec![b'a', 0xFF]).unwrap_err(),
-            "not UTF-8 text (byte 1)"
-        );
     }
 }
 
@@ -128,4 +103,29 @@ pub fn collect(paths: &[String]) -> Vec<Input> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode;
+
+    #[test]
+    fn decodes_utf8_and_utf16_with_bom() {
+        assert_eq!(decode(b"a: 1".to_vec()).unwrap(), "a: 1");
+        assert_eq!(decode(b"\xEF\xBB\xBFa: 1".to_vec()).unwrap(), "a: 1");
+        let be: Vec<u8> = [0xFE, 0xFF]
+            .into_iter()
+            .chain("a: 1".encode_utf16().flat_map(u16::to_be_bytes))
+            .collect();
+        assert_eq!(decode(be).unwrap(), "a: 1");
+        let le: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain("a: 1".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        assert_eq!(decode(le).unwrap(), "a: 1");
+        assert_eq!(
+            decode(vec![b'a', 0xFF]).unwrap_err(),
+            "not UTF-8 text (byte 1)"
+        );
+    }
 }
