@@ -109,6 +109,16 @@ pub enum Command {
         #[arg(required = true)]
         paths: Vec<String>,
     },
+    /// Run rule-file test suites: folders with a rules.yaml and cases, each case's outcome
+    /// compared with its snapshot (<case>.expected.yaml).
+    Test {
+        /// (Re)write the snapshots instead of comparing.
+        #[arg(long)]
+        update: bool,
+        /// Folders to search for suites.
+        #[arg(default_value = ".")]
+        dirs: Vec<PathBuf>,
+    },
     /// Rule file helpers.
     Rules {
         /// Print the built-in rule file.
@@ -240,6 +250,7 @@ pub fn run() -> ExitCode {
             };
             run_check(&rules, &paths, output, fail_on, color)
         }
+        Command::Test { update, dirs } => run_tests(&dirs, update),
         Command::Rules { print_defaults } => {
             if print_defaults {
                 print!("{DEFAULT_RULES_YAML}");
@@ -298,6 +309,64 @@ fn run_check(
     let failing = report.count(Severity::Error) > 0
         || (fail_on == FailOn::Warning && report.count(Severity::Warning) > 0);
     if failing {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn run_tests(dirs: &[PathBuf], update: bool) -> ExitCode {
+    use crate::testsuite::{self, CaseResult};
+    let suites = testsuite::find_suites(dirs);
+    if suites.is_empty() {
+        let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        return fail(format!(
+            "no test suites (folders with a {}) under {}",
+            testsuite::RULES_FILE,
+            shown.join(", ")
+        ));
+    }
+    let (mut passed, mut failed, mut updated) = (0, 0, 0);
+    for suite in &suites {
+        let rules = match load_rules(Some(&suite.join(testsuite::RULES_FILE))) {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+        for case in testsuite::cases(suite) {
+            let display = case.display().to_string();
+            match testsuite::run_case(&case, &rules, &display, update) {
+                Ok(CaseResult::Passed) => {
+                    passed += 1;
+                    println!("ok      {display}");
+                }
+                Ok(CaseResult::Updated) => {
+                    updated += 1;
+                    passed += 1;
+                    println!("updated {display}");
+                }
+                Ok(CaseResult::Failed { expected, actual }) => {
+                    failed += 1;
+                    println!("FAILED  {display}");
+                    match expected {
+                        None => println!(
+                            "  no snapshot yet: run `placement-guard test --update` to write {}",
+                            testsuite::snapshot_path(&case).display()
+                        ),
+                        Some(exp) => print!("{}", testsuite::diff(&exp, &actual)),
+                    }
+                }
+                Err(e) => {
+                    failed += 1;
+                    println!("FAILED  {display}: {e}");
+                }
+            }
+        }
+    }
+    if update {
+        println!("{updated} snapshot(s) written");
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod model;
 pub mod report;
 pub mod rules;
+pub mod testsuite;
 pub mod validation;
 pub mod workload;
 

@@ -184,3 +184,130 @@ fn review_mutate_shows_update_explanations() {
         "placement-guard: spec.nodeSelector[\"disktype\"] removed on a gated pod; while gated you may only add keys"
     );
 }
+
+fn manifests(name: &str) -> String {
+    format!("{}/testdata/manifests/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn check_exit_codes_and_stdin() {
+    // Errors: exit 1, findings on stdout with file:line:col first.
+    let r = run(&["check", &manifests("zone-anti-affinity.yaml")], None);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout.contains(
+            "zone-anti-affinity.yaml:23:13: error[hard-anti-affinity] Deployment shop/web"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains('\x1b'),
+        "no color when stdout is not a terminal"
+    );
+    // Warnings only: exit 0, unless --fail-on warning.
+    let warn_only = b"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec:\n  selector: {matchLabels: {app: w}}\n  template:\n    metadata: {labels: {app: w}}\n    spec: {containers: [{name: c, image: i}]}\n";
+    let r = run(&["check", "-"], Some(warn_only));
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stdout
+            .starts_with("<stdin>:8:5: warning[topology-spread-defaults] Deployment w"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["check", "--fail-on", "warning", "-"], Some(warn_only));
+    assert_eq!(r.code, 1);
+    // A clean manifest.
+    let r = run(
+        &["check", "-"],
+        Some(b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"),
+    );
+    assert_eq!(r.code, 0);
+    assert_eq!(r.stdout, "checked 0 object(s) in 1 file(s): 0 error(s), 0 warning(s); 1 other object(s) skipped, 0 finding(s) suppressed\n");
+}
+
+#[test]
+fn check_bad_usage_or_no_readable_input_exits_2() {
+    let r = run(&["check"], None);
+    assert_eq!(r.code, 2);
+    let r = run(&["check", "/does/not/exist.yaml"], None);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no input could be read"), "{}", r.stderr);
+    let empty = temp_dir("empty");
+    let r = run(&["check", empty.to_str().unwrap()], None);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no manifests found"), "{}", r.stderr);
+    let r = run(&["check", "-o", "yaml", "-"], Some(b""));
+    assert_eq!(r.code, 2);
+    std::fs::remove_dir_all(empty).ok();
+}
+
+#[test]
+fn check_directory_in_every_format() {
+    let dir = format!("{}/testdata/manifests", env!("CARGO_MANIFEST_DIR"));
+    for format in ["text", "json", "sarif", "junit"] {
+        let r = run(&["check", "-o", format, &dir], None);
+        assert_eq!(r.code, 1, "{format}");
+        match format {
+            "json" => {
+                let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+                assert_eq!(v["summary"]["errors"], 7);
+                assert_eq!(v["summary"]["files"], 4);
+            }
+            "sarif" => {
+                let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+                assert_eq!(v["version"], "2.1.0");
+            }
+            "junit" => assert!(r.stdout.starts_with("<?xml"), "{}", r.stdout),
+            _ => assert!(r.stdout.ends_with("2 finding(s) suppressed\n")),
+        }
+    }
+}
+
+#[test]
+fn test_command_passes_on_the_project_suites() {
+    let r = run(
+        &[
+            "test",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/suites"),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(r.stdout.ends_with("25 passed, 0 failed\n"), "{}", r.stdout);
+}
+
+#[test]
+fn test_command_shows_a_diff_when_a_rule_file_changes_verdicts() {
+    let suite = temp_dir("suite");
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/suites/hard-anti-affinity-strict"
+    );
+    for e in std::fs::read_dir(src).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, suite.join(p.file_name().unwrap())).unwrap();
+    }
+    // Relax namespace scope: the StatefulSet and the same-namespace pod are now allowed.
+    std::fs::write(
+        suite.join("rules.yaml"),
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    namespaceScope: warn\n",
+    )
+    .unwrap();
+    let r = run(&["test", suite.to_str().unwrap()], None);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout.contains("-allowed: false\n+allowed: true\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.ends_with("1 passed, 2 failed\n"), "{}", r.stdout);
+    let r = run(&["test", "--update", suite.to_str().unwrap()], None);
+    assert_eq!(r.code, 0);
+    let r = run(&["test", suite.to_str().unwrap()], None);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // No suite at all is a usage error.
+    let r = run(&["test", "/does/not/exist"], None);
+    assert_eq!(r.code, 2);
+    std::fs::remove_dir_all(suite).ok();
+}

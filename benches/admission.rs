@@ -1,0 +1,62 @@
+//! One review's cost per rule, and the cost of reading an AdmissionReview, on recorded bodies.
+//! Run with `cargo bench --bench admission`.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use placement_guard::admission::{review, Endpoint};
+use placement_guard::config::RuleSet;
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/testdata/admission-reviews/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let rules = RuleSet::default();
+    let cases = [
+        (
+            "mutable-directives: gated pod UPDATE tightening nodeSelector",
+            "pod-update-add-nodeselector-gated.validate.json",
+            Endpoint::Validate,
+        ),
+        (
+            "hard-anti-affinity: Deployment CREATE",
+            "deployment-create-zone-anti-affinity.validate.json",
+            Endpoint::Validate,
+        ),
+        (
+            "topology-spread-defaults: pod CREATE through /mutate",
+            "pod-create-jsonpatch-spread.mutate.json",
+            Endpoint::Mutate,
+        ),
+        (
+            "no rule applies: pod UPDATE of labels",
+            "pod-update-labels-only-ungated.validate.json",
+            Endpoint::Validate,
+        ),
+    ];
+    let mut g = c.benchmark_group("review");
+    for (name, file, endpoint) in cases {
+        let body = fixture(file);
+        g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| review(&body, endpoint, &rules).unwrap())
+        });
+    }
+    g.finish();
+
+    // Reading alone: a full serde_json::Value parse of the same body, for comparison with the
+    // envelope + partial typed read that `review` does.
+    let body = fixture("pod-update-add-nodeselector-gated.validate.json");
+    let mut g = c.benchmark_group("parse");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("serde_json::Value of the whole review", |b| {
+        b.iter(|| serde_json::from_slice::<serde_json::Value>(&body).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

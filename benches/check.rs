@@ -1,0 +1,44 @@
+//! `check` over the shared corpus of real manifests (../shared/corpus/real): files per second.
+//! Run with `cargo bench --bench check`; it reports nothing when the corpus is absent.
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use placement_guard::check::{check_text, Report};
+use placement_guard::config::RuleSet;
+
+fn corpus() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real");
+    let root = root.to_string_lossy().to_string();
+    placement_guard::inputs::collect(&[root])
+        .into_iter()
+        .filter_map(|i| i.text.ok().map(|t| (i.name, t)))
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let files = corpus();
+    if files.is_empty() {
+        eprintln!("corpus not found: skipping the check benchmark");
+        return;
+    }
+    let bytes: usize = files.iter().map(|(_, t)| t.len()).sum();
+    eprintln!("corpus: {} files, {} KiB", files.len(), bytes / 1024);
+    let rules = RuleSet::default();
+    let mut g = c.benchmark_group("check");
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(files.len() as u64));
+    g.bench_function("corpus", |b| {
+        b.iter(|| {
+            let mut r = Report::default();
+            for (name, text) in &files {
+                check_text(name, text, &rules, &mut r);
+            }
+            r
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
