@@ -1,0 +1,275 @@
+//! The deployment manifests: they parse, agree with the server's routes and ports, carry a rule
+//! file that loads, and their CEL matchConditions parse and select the right requests.
+
+use std::collections::BTreeSet;
+
+use placement_guard::config::RuleSet;
+use placement_guard::manifest;
+use serde_json::Value;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests");
+
+fn all_objects() -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let mut names: Vec<String> = std::fs::read_dir(DIR)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    for n in names {
+        let text = std::fs::read_to_string(format!("{DIR}/{n}")).unwrap();
+        for o in manifest::parse(&text).unwrap_or_else(|e| panic!("{n}: {e}")) {
+            out.push((n.clone(), o.value));
+        }
+    }
+    out
+}
+
+fn find<'a>(objs: &'a [(String, Value)], kind: &str) -> Vec<&'a Value> {
+    objs.iter()
+        .map(|(_, v)| v)
+        .filter(|v| v["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn kustomization_lists_every_manifest() {
+    let objs = all_objects();
+    let k = find(&objs, "Kustomization")[0];
+    let listed: BTreeSet<String> = k["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    let files: BTreeSet<String> = objs
+        .iter()
+        .map(|(f, _)| f.clone())
+        .filter(|f| f != "kustomization.yaml")
+        .collect();
+    assert_eq!(listed, files);
+}
+
+#[test]
+fn webhooks_service_and_deployment_agree_with_the_server() {
+    let objs = all_objects();
+    let svc = find(&objs, "Service")[0];
+    let port = &svc["spec"]["ports"][0];
+    let dep = find(&objs, "Deployment")[0];
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    let cport = c["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == port["targetPort"])
+        .expect("targetPort names a container port");
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let addr = args.iter().find_map(|a| a.strip_prefix("--addr=")).unwrap();
+    assert_eq!(
+        addr.rsplit(':').next().unwrap(),
+        cport["containerPort"].to_string()
+    );
+    for probe in ["readinessProbe", "livenessProbe"] {
+        assert_eq!(c[probe]["httpGet"]["scheme"], "HTTPS");
+        assert!(["/readyz", "/healthz"].contains(&c[probe]["httpGet"]["path"].as_str().unwrap()));
+    }
+    assert_eq!(dep["spec"]["replicas"], 2);
+    let sc = &c["securityContext"];
+    assert_eq!(sc["readOnlyRootFilesystem"], true);
+    assert_eq!(sc["allowPrivilegeEscalation"], false);
+    assert_eq!(
+        dep["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"],
+        true
+    );
+    // Every mounted file the args name comes from a volume.
+    for flag in ["--tls-cert=", "--tls-key=", "--rules="] {
+        let path = args.iter().find_map(|a| a.strip_prefix(flag)).unwrap();
+        assert!(
+            c["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| path.starts_with(m["mountPath"].as_str().unwrap())),
+            "{path}"
+        );
+    }
+    let routes = ["/validate", "/mutate"];
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        let cfg = find(&objs, kind)[0];
+        assert_eq!(
+            cfg["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            "placement-guard/placement-guard"
+        );
+        for w in cfg["webhooks"].as_array().unwrap() {
+            let s = &w["clientConfig"]["service"];
+            assert!(
+                routes.contains(&s["path"].as_str().unwrap()),
+                "{}",
+                w["name"]
+            );
+            assert_eq!(s["port"], port["port"]);
+            assert_eq!(s["name"], svc["metadata"]["name"]);
+            assert_eq!(w["admissionReviewVersions"], serde_json::json!(["v1"]));
+            assert_eq!(w["sideEffects"], "None");
+            let excluded = &w["namespaceSelector"]["matchExpressions"][0]["values"];
+            assert!(excluded.as_array().unwrap().contains(&"kube-system".into()));
+            assert!(excluded
+                .as_array()
+                .unwrap()
+                .contains(&svc["metadata"]["namespace"]));
+            let expected_path = if kind.starts_with("Validating") {
+                "/validate"
+            } else {
+                "/mutate"
+            };
+            assert_eq!(s["path"], expected_path);
+        }
+    }
+}
+
+#[test]
+fn every_workload_kind_is_sent_to_validation() {
+    let objs = all_objects();
+    let cfg = find(&objs, "ValidatingWebhookConfiguration")[0];
+    let mut resources = BTreeSet::new();
+    for w in cfg["webhooks"].as_array().unwrap() {
+        for r in w["rules"].as_array().unwrap() {
+            for res in r["resources"].as_array().unwrap() {
+                resources.insert(res.as_str().unwrap().to_string());
+            }
+        }
+    }
+    for k in placement_guard::workload::Kind::ALL {
+        assert!(resources.contains(k.resource()), "{k:?}");
+    }
+}
+
+#[test]
+fn configmap_rule_file_loads() {
+    let objs = all_objects();
+    let cm = find(&objs, "ConfigMap")[0];
+    let text = cm["data"]["rules.yaml"].as_str().unwrap();
+    let rules = RuleSet::from_yaml("configmap", text).unwrap();
+    assert_eq!(rules, RuleSet::default());
+}
+
+fn conditions(kind: &str, webhook: &str) -> Vec<(String, cel::Program)> {
+    let objs = all_objects();
+    let cfg = find(&objs, kind)[0];
+    let w = cfg["webhooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == webhook)
+        .unwrap();
+    w["matchConditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let expr = c["expression"].as_str().unwrap();
+            let p = cel::Program::compile(expr).unwrap_or_else(|e| panic!("{}: {e}", c["name"]));
+            (c["name"].as_str().unwrap().to_string(), p)
+        })
+        .collect()
+}
+
+#[test]
+fn every_cel_expression_parses() {
+    let objs = all_objects();
+    let mut n = 0;
+    for (_, v) in &objs {
+        for w in v["webhooks"].as_array().into_iter().flatten() {
+            for c in w["matchConditions"].as_array().into_iter().flatten() {
+                cel::Program::compile(c["expression"].as_str().unwrap())
+                    .unwrap_or_else(|e| panic!("{}: {e}", c["name"]));
+                n += 1;
+            }
+        }
+    }
+    assert_eq!(n, 3);
+}
+
+/// Evaluates a webhook's matchConditions on a recorded AdmissionReview, as the apiserver would.
+fn matches(kind: &str, webhook: &str, fixture: &str) -> bool {
+    let body: Value = serde_json::from_slice(
+        &std::fs::read(format!(
+            "{}/testdata/admission-reviews/{fixture}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let req = &body["request"];
+    let mut ctx = cel::Context::default();
+    ctx.add_variable("object", req["object"].clone()).unwrap();
+    ctx.add_variable("oldObject", req["oldObject"].clone())
+        .unwrap();
+    ctx.add_variable(
+        "request",
+        serde_json::json!({"operation": req["operation"]}),
+    )
+    .unwrap();
+    conditions(kind, webhook)
+        .iter()
+        .all(|(name, p)| match p.execute(&ctx) {
+            Ok(cel::Value::Bool(b)) => b,
+            other => panic!("{webhook}/{name} on {fixture}: {other:?}"),
+        })
+}
+
+#[test]
+fn match_conditions_call_the_server_only_when_a_rule_can_care() {
+    let v = "ValidatingWebhookConfiguration";
+    let pods = "pods.validate.placement-guard.io";
+    for (fixture, want) in [
+        ("pod-create-gated.validate.json", true),
+        ("pod-update-add-nodeselector-gated.validate.json", true),
+        ("pod-update-add-toleration-gated.validate.json", true),
+        ("pod-update-ungate-and-add-nodeselector.validate.json", true),
+        ("pod-update-labels-only-ungated.validate.json", false),
+        ("pod-update-denied.validate.json", false),
+    ] {
+        assert_eq!(matches(v, pods, fixture), want, "{fixture}");
+    }
+    let m = "MutatingWebhookConfiguration";
+    let update = "pods-update.mutate.placement-guard.io";
+    for (fixture, want) in [
+        (
+            "pod-update-remove-nodeselector-key-gated-rejected-later.mutate.json",
+            true,
+        ),
+        ("pod-update-add-nodeselector-gated-2.mutate.json", true),
+        ("pod-update-labels-only-ungated.validate.json", false),
+    ] {
+        assert_eq!(matches(m, update, fixture), want, "{fixture}");
+    }
+    let create = "pods-create.mutate.placement-guard.io";
+    assert!(matches(
+        m,
+        create,
+        "pod-create-jsonpatch-spread.mutate.json"
+    ));
+    assert!(!matches(
+        m,
+        create,
+        "pod-create-topology-spread.mutate.json"
+    ));
+}
+
+#[test]
+fn our_own_deployment_passes_our_check() {
+    let mut report = placement_guard::check::Report::default();
+    let text = std::fs::read_to_string(format!("{DIR}/deployment.yaml")).unwrap();
+    placement_guard::check::check_text("deployment.yaml", &text, &RuleSet::default(), &mut report);
+    assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
+}
