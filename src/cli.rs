@@ -75,6 +75,12 @@ pub enum Command {
         /// Log format on stderr.
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormat,
+        /// How often (seconds) the certificate pair and the rule file are checked for changes.
+        #[arg(long, default_value_t = 2)]
+        reload_interval: u64,
+        /// On SIGTERM, how long (seconds) in-flight requests may take before the server exits.
+        #[arg(long, default_value_t = 20)]
+        shutdown_timeout: u64,
     },
     /// Answer one AdmissionReview offline, exactly as /validate (or /mutate) would.
     Review {
@@ -158,12 +164,14 @@ pub fn run() -> ExitCode {
             tls_cert,
             tls_key,
             dev_cert_dir,
-            rules,
+            rules: rules_path,
             workers,
             log_format,
+            reload_interval,
+            shutdown_timeout,
         } => {
             init_logging(log_format);
-            let rules = match load_rules(rules.as_ref()) {
+            let rules = match load_rules(rules_path.as_ref()) {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
@@ -190,7 +198,10 @@ pub fn run() -> ExitCode {
                 addr,
                 cert,
                 rules,
+                rules_path,
                 workers,
+                reload_interval: std::time::Duration::from_secs(reload_interval.max(1)),
+                shutdown_timeout: std::time::Duration::from_secs(shutdown_timeout),
             };
             match actix_web::rt::System::new().block_on(server::serve(opts)) {
                 Ok(()) => ExitCode::SUCCESS,

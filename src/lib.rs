@@ -18,5 +18,6 @@ pub mod workload;
 
 pub mod cli;
 pub mod inputs;
+pub mod metrics;
 pub mod server;
 pub mod tls;

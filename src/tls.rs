@@ -94,6 +94,14 @@ fn write_private(path: &Path, data: &[u8]) -> Result<()> {
     std::fs::write(path, data).with_context(|| format!("writing {}", path.display()))
 }
 
+/// When the certificate in the PEM file `cert` expires, as Unix time.
+pub fn not_after_unix(cert: &Path) -> Result<i64> {
+    let x = X509::from_pem(&std::fs::read(cert)?)?;
+    let epoch = Asn1Time::from_unix(0)?;
+    let d = epoch.diff(x.not_after())?;
+    Ok(i64::from(d.days) * 86_400 + i64::from(d.secs))
+}
+
 /// An acceptor for `pair` (TLS 1.2+, Mozilla intermediate settings).
 pub fn acceptor(pair: &CertPair) -> Result<SslAcceptorBuilder> {
     let mut b = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server())?;

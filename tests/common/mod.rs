@@ -12,7 +12,7 @@ use openssl::ssl::{SslConnector, SslMethod};
 pub const BIN: &str = env!("CARGO_BIN_EXE_placement-guard");
 
 pub struct Server {
-    child: Child,
+    pub child: Child,
     pub base: String,
     pub ca: PathBuf,
     pub dir: PathBuf,
@@ -50,7 +50,7 @@ pub fn start(extra: &[&str]) -> Server {
         .arg(&dir)
         .args(extra)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
         .spawn()
         .expect("start server");
     let stdout = child.stdout.take().unwrap();
@@ -78,6 +78,12 @@ pub fn start(extra: &[&str]) -> Server {
 }
 
 /// An HTTPS client that trusts only the server's generated certificate.
+impl Server {
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.join("stderr.log")).unwrap_or_default()
+    }
+}
+
 pub fn client(ca: &PathBuf) -> awc::Client {
     let mut ssl = SslConnector::builder(SslMethod::tls_client()).unwrap();
     ssl.set_ca_file(ca).unwrap();
@@ -93,4 +99,69 @@ pub fn fixture(name: &str) -> Vec<u8> {
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// One TLS connection under the test's control (keep-alive, partial writes), speaking HTTP/1.1.
+pub struct RawConn {
+    stream: openssl::ssl::SslStream<std::net::TcpStream>,
+}
+
+impl RawConn {
+    pub fn connect(base: &str, ca: &PathBuf) -> Result<RawConn, String> {
+        let hostport = base.trim_start_matches("https://");
+        let tcp = std::net::TcpStream::connect(hostport).map_err(|e| e.to_string())?;
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).ok();
+        let mut b = SslConnector::builder(SslMethod::tls_client()).unwrap();
+        b.set_ca_file(ca).unwrap();
+        let host = hostport
+            .rsplit_once(':')
+            .map(|(h, _)| h)
+            .unwrap_or(hostport);
+        let stream = b.build().connect(host, tcp).map_err(|e| e.to_string())?;
+        Ok(RawConn { stream })
+    }
+
+    pub fn write(&mut self, data: &[u8]) {
+        use std::io::Write;
+        self.stream.write_all(data).unwrap();
+        self.stream.flush().unwrap();
+    }
+
+    /// Reads one response: status and body (Content-Length framing).
+    pub fn read_response(&mut self) -> Result<(u16, Vec<u8>), String> {
+        use std::io::Read;
+        let mut buf = Vec::new();
+        let mut byte = [0u8; 1];
+        while !buf.ends_with(b"\r\n\r\n") {
+            match self.stream.read(&mut byte) {
+                Ok(0) => return Err("connection closed".into()),
+                Ok(_) => buf.push(byte[0]),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        let head = String::from_utf8_lossy(&buf).to_string();
+        let status: u16 = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or("no status")?;
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap_or(0))
+            })
+            .unwrap_or(0);
+        let mut body = vec![0u8; len];
+        self.stream
+            .read_exact(&mut body)
+            .map_err(|e| e.to_string())?;
+        Ok((status, body))
+    }
+
+    pub fn get(&mut self, path: &str) -> Result<u16, String> {
+        self.write(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes());
+        self.read_response().map(|(s, _)| s)
+    }
 }

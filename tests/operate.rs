@@ -1,0 +1,261 @@
+//! Running in a cluster: metrics, certificate and rule-file reloads under a running server, and
+//! a graceful stop with a request in flight.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{client, fixture, start, temp_dir, RawConn};
+use serde_json::Value;
+
+/// Replaces `dst` atomically, as kubelet does for Secret and ConfigMap volumes.
+fn replace(dst: &Path, data: &[u8]) {
+    let tmp = dst.with_extension("tmp");
+    std::fs::write(&tmp, data).unwrap();
+    std::fs::rename(&tmp, dst).unwrap();
+}
+
+async fn poll<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if f().await {
+            return;
+        }
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+async fn healthy_with(base: &str, ca: &PathBuf) -> bool {
+    // A fresh client per try: a new connection, a new handshake.
+    match client(ca).get(format!("{base}/healthz")).send().await {
+        Ok(r) => r.status() == 200,
+        Err(_) => false,
+    }
+}
+
+async fn metrics_text(base: &str, ca: &PathBuf) -> String {
+    let mut r = client(ca)
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    String::from_utf8(r.body().await.unwrap().to_vec()).unwrap()
+}
+
+#[actix_rt::test]
+async fn metrics_count_requests_by_endpoint_rule_and_verdict() {
+    let s = start(&[]);
+    let c = client(&s.ca);
+    c.post(format!("{}/validate", s.base))
+        .send_body(fixture("pod-create-denied.validate.json"))
+        .await
+        .unwrap();
+    c.post(format!("{}/mutate", s.base))
+        .send_body(fixture("pod-create-jsonpatch-spread.mutate.json"))
+        .await
+        .unwrap();
+    c.post(format!("{}/validate", s.base))
+        .send_body("nope")
+        .await
+        .unwrap();
+    let text = metrics_text(&s.base, &s.ca).await;
+    for want in [
+        r#"placement_guard_admission_requests_total{endpoint="validate",rule="hard-anti-affinity",verdict="denied"} 1"#,
+        r#"placement_guard_admission_requests_total{endpoint="mutate",rule="topology-spread-defaults",verdict="patched"} 1"#,
+        r#"placement_guard_admission_requests_total{endpoint="validate",rule="none",verdict="bad_request"} 1"#,
+        "placement_guard_admission_duration_seconds_count{endpoint=\"validate\"} 2",
+        "placement_guard_admission_in_flight_requests 0",
+        "placement_guard_tls_certificate_expiry_timestamp_seconds ",
+    ] {
+        assert!(text.contains(want), "missing {want}\n{text}");
+    }
+}
+
+#[actix_rt::test]
+async fn certificate_rotation_is_served_without_a_restart_and_a_broken_pair_is_refused() {
+    let live = temp_dir("tls-live");
+    let first = placement_guard::tls::generate_dev_cert(&live).unwrap();
+    let second_dir = temp_dir("tls-next");
+    let second = placement_guard::tls::generate_dev_cert(&second_dir).unwrap();
+    let s = start(&[
+        "--tls-cert",
+        first.cert.to_str().unwrap(),
+        "--tls-key",
+        first.key.to_str().unwrap(),
+        "--reload-interval",
+        "1",
+    ]);
+    let old_ca = second_dir.join("old-ca.pem");
+    std::fs::copy(&first.cert, &old_ca).unwrap();
+    assert!(healthy_with(&s.base, &old_ca).await);
+    assert!(
+        !healthy_with(&s.base, &second.cert).await,
+        "not the new certificate yet"
+    );
+
+    // An open connection survives the rotation (used every poll, so keep-alive never expires it).
+    let mut kept = RawConn::connect(&s.base, &old_ca).unwrap();
+    assert_eq!(kept.get("/healthz"), Ok(200));
+
+    // cert-manager renews the secret: key first, then certificate.
+    replace(&first.key, &std::fs::read(&second.key).unwrap());
+    replace(&first.cert, &std::fs::read(&second.cert).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !healthy_with(&s.base, &second.cert).await {
+        assert!(
+            Instant::now() < deadline,
+            "the renewed certificate was not served"
+        );
+        assert_eq!(
+            kept.get("/healthz"),
+            Ok(200),
+            "the open connection keeps working"
+        );
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        !healthy_with(&s.base, &old_ca).await,
+        "new handshakes get the new certificate"
+    );
+    assert_eq!(
+        kept.get("/healthz"),
+        Ok(200),
+        "the kept connection still answers"
+    );
+
+    // A broken pair is refused; the last good one keeps serving.
+    replace(
+        &first.cert,
+        b"-----BEGIN CERTIFICATE-----\nbroken\n-----END CERTIFICATE-----\n",
+    );
+    let ca = second.cert.clone();
+    poll("the broken certificate to be refused", || {
+        let (base, ca) = (s.base.clone(), ca.clone());
+        async move {
+            metrics_text(&base, &ca)
+                .await
+                .contains(r#"placement_guard_tls_certificate_reloads_total{result="failure"} 1"#)
+        }
+    })
+    .await;
+    assert!(healthy_with(&s.base, &second.cert).await);
+    assert!(
+        s.stderr().contains("refused a new TLS certificate"),
+        "{}",
+        s.stderr()
+    );
+    std::fs::remove_dir_all(live).ok();
+    std::fs::remove_dir_all(second_dir).ok();
+}
+
+async fn statefulset_allowed(base: &str, ca: &PathBuf) -> bool {
+    let mut r = client(ca)
+        .post(format!("{base}/validate"))
+        .send_body(fixture(
+            "statefulset-create-zone-anti-affinity.validate.json",
+        ))
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    v["response"]["allowed"].as_bool().unwrap()
+}
+
+#[actix_rt::test]
+async fn rule_file_changes_apply_without_a_restart_and_a_bad_file_is_refused() {
+    let dir = temp_dir("rules-live");
+    let rules = dir.join("rules.yaml");
+    std::fs::write(
+        &rules,
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\n",
+    )
+    .unwrap();
+    let s = start(&["--rules", rules.to_str().unwrap(), "--reload-interval", "1"]);
+    assert!(
+        statefulset_allowed(&s.base, &s.ca).await,
+        "namespace scope warns by default"
+    );
+
+    replace(&rules, b"apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    namespaceScope: deny\n");
+    poll("the stricter rules to apply", || {
+        let (base, ca) = (s.base.clone(), s.ca.clone());
+        async move { !statefulset_allowed(&base, &ca).await }
+    })
+    .await;
+
+    replace(&rules, b"apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    namespaceScope: maybe\n");
+    poll("the bad rule file to be refused", || {
+        let (base, ca) = (s.base.clone(), s.ca.clone());
+        async move {
+            metrics_text(&base, &ca)
+                .await
+                .contains(r#"placement_guard_rule_file_reloads_total{result="failure"} 1"#)
+        }
+    })
+    .await;
+    assert!(
+        !statefulset_allowed(&s.base, &s.ca).await,
+        "the old rules stay in force"
+    );
+    let log = s.stderr();
+    assert!(
+        log.contains("refused a new rule file") && log.contains("namespaceScope"),
+        "{log}"
+    );
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[actix_rt::test]
+async fn sigterm_finishes_in_flight_requests_then_exits() {
+    let mut s = start(&["--shutdown-timeout", "10"]);
+    let mut probe = RawConn::connect(&s.base, &s.ca).unwrap();
+    assert_eq!(probe.get("/readyz"), Ok(200));
+
+    // A request whose body arrives in two parts, with SIGTERM in between.
+    let body = fixture("pod-create-denied.validate.json");
+    let (a, b) = body.split_at(body.len() / 2);
+    let mut conn = RawConn::connect(&s.base, &s.ca).unwrap();
+    conn.write(format!("POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+    conn.write(a);
+    std::process::Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    actix_rt::time::sleep(Duration::from_millis(700)).await;
+    // Shutting down: no longer ready, no new connections.
+    assert!(
+        RawConn::connect(&s.base, &s.ca).is_err(),
+        "new connections are refused"
+    );
+    conn.write(b);
+    let (status, answer) = conn
+        .read_response()
+        .expect("the in-flight request is answered");
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(v["response"]["allowed"], false);
+
+    // Then the server exits by itself, cleanly.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server did not exit after SIGTERM"
+        );
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(status.success(), "{status:?}");
+    let log = s.stderr();
+    assert!(
+        log.contains("stop signal: finishing in-flight requests") && log.contains("stopped"),
+        "{log}"
+    );
+}
