@@ -50,6 +50,12 @@ pub enum Color {
     Never,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExplainOutput {
+    Text,
+    Json,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the admission webhook over HTTPS.
@@ -124,6 +130,18 @@ pub enum Command {
         /// Folders to search for suites.
         #[arg(default_value = ".")]
         dirs: Vec<PathBuf>,
+    },
+    /// On which nodes may this pod run, and why not elsewhere (kube-scheduler's filters).
+    Explain {
+        /// Nodes, Pods and Namespaces: `kubectl get nodes,pods,namespaces -A -o yaml`.
+        #[arg(long)]
+        cluster: PathBuf,
+        /// A Pod, or a workload whose pod template is explained.
+        #[arg(long)]
+        pod: PathBuf,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: ExplainOutput,
     },
     /// Rule file helpers.
     Rules {
@@ -262,6 +280,7 @@ pub fn run() -> ExitCode {
             run_check(&rules, &paths, output, fail_on, color)
         }
         Command::Test { update, dirs } => run_tests(&dirs, update),
+        Command::Explain { cluster, pod, output } => run_explain(&cluster, &pod, output),
         Command::Rules { print_defaults } => {
             if print_defaults {
                 print!("{DEFAULT_RULES_YAML}");
@@ -382,6 +401,38 @@ fn run_tests(dirs: &[PathBuf], update: bool) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn read_objects(path: &PathBuf) -> Result<Vec<crate::manifest::Object>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = crate::inputs::decode(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::manifest::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
+}
+
+fn run_explain(cluster: &PathBuf, pod: &PathBuf, output: ExplainOutput) -> ExitCode {
+    use crate::explain;
+    let cluster_objs = match read_objects(cluster) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let snapshot = match explain::cluster_from(&cluster_objs) {
+        Ok(c) => c,
+        Err(e) => return fail(format!("{}: {e}", cluster.display())),
+    };
+    let pod_objs = match read_objects(pod) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let (template, ns) = match explain::pod_from(&pod_objs) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("{}: {e}", pod.display())),
+    };
+    let results = crate::core::filter::evaluate(&snapshot, &template, &ns);
+    match output {
+        ExplainOutput::Text => print!("{}", explain::text(&results)),
+        ExplainOutput::Json => print!("{}", explain::json(&results)),
+    }
+    ExitCode::SUCCESS
 }
 
 fn read_input(file: &str) -> Result<Vec<u8>, String> {

@@ -7,6 +7,7 @@ pub mod admission;
 pub mod check;
 pub mod config;
 pub mod core;
+pub mod explain;
 pub mod fieldpath;
 pub mod manifest;
 pub mod model;

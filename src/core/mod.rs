@@ -1,4 +1,6 @@
 //! The placement core: kube-scheduler's filter semantics as a pure library (no I/O, no async).
 
+pub mod cluster;
+pub mod filter;
 pub mod labels;
 pub mod nodeselector;

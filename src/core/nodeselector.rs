@@ -176,6 +176,21 @@ impl Term {
         other.requirements.iter().all(|r| facts.implies(r))
     }
 
+    /// Whether a node with these labels and this name satisfies every requirement.
+    pub fn matches_node(&self, labels: &BTreeMap<String, String>, name: &str) -> bool {
+        self.requirements.iter().all(|r| match r.source {
+            Source::Label => r.matches(labels),
+            Source::Field => {
+                let fields: BTreeMap<String, String> = if r.key == "metadata.name" {
+                    [("metadata.name".to_string(), name.to_string())].into()
+                } else {
+                    BTreeMap::new()
+                };
+                r.matches(&fields)
+            }
+        })
+    }
+
     pub fn implies_any(&self, others: &[Term]) -> bool {
         others.iter().any(|o| self.implies(o))
     }

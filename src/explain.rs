@@ -1,0 +1,188 @@
+//! `explain`: a cluster snapshot and a pod (or workload) in, every node's verdict out.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use k8s_openapi::api::core::v1::{PodAffinityTerm, Taint};
+use serde_json::{json, Value};
+
+use crate::core::cluster::{BoundPod, Cluster, Node};
+use crate::core::filter::{self, NodeResult};
+use crate::manifest::Object;
+use crate::workload::{self, Kind, PodTemplate};
+
+/// Why the input cannot be explained (exit 2).
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{0}")]
+pub struct ExplainError(pub String);
+
+fn part<T: serde::de::DeserializeOwned + Default>(v: &Value, what: &str) -> Result<T, ExplainError> {
+    if v.is_null() {
+        return Ok(T::default());
+    }
+    serde_json::from_value(v.clone()).map_err(|e| ExplainError(format!("{what}: {e}")))
+}
+
+fn name_of(v: &Value) -> String {
+    v["metadata"]["name"].as_str().unwrap_or("<unnamed>").to_string()
+}
+
+/// Builds a snapshot from Nodes, Pods and Namespaces (as `kubectl get nodes,pods,namespaces -A
+/// -o yaml` writes them). Pods that are not bound, or have finished, do not occupy a node.
+pub fn cluster_from(objects: &[Object]) -> Result<Cluster, ExplainError> {
+    let mut nodes = Vec::new();
+    let mut namespaces = HashMap::new();
+    let mut pods = Vec::new();
+    for o in objects {
+        let v = &o.value;
+        let kind = v["kind"].as_str().unwrap_or("");
+        let at = o.start();
+        match kind {
+            "Node" => {
+                let name = name_of(v);
+                let labels: BTreeMap<String, String> = part(&v["metadata"]["labels"], &format!("Node {name}: metadata.labels"))?;
+                let taints: Vec<Taint> = part(&v["spec"]["taints"], &format!("Node {name}: spec.taints"))?;
+                let unschedulable = v["spec"]["unschedulable"].as_bool().unwrap_or(false);
+                nodes.push(Node { name, labels, taints, unschedulable });
+            }
+            "Namespace" => {
+                let name = name_of(v);
+                let mut labels: BTreeMap<String, String> = part(&v["metadata"]["labels"], &format!("Namespace {name}: metadata.labels"))?;
+                labels.entry("kubernetes.io/metadata.name".into()).or_insert_with(|| name.clone());
+                namespaces.insert(name, labels);
+            }
+            "Pod" => pods.push(v),
+            "" => return Err(ExplainError(format!("line {}: an object without kind", at.line))),
+            other => {
+                return Err(ExplainError(format!(
+                    "line {}: unsupported kind {other:?} in the cluster snapshot; expected Node, Pod or Namespace",
+                    at.line
+                )))
+            }
+        }
+    }
+    let mut cluster = Cluster::new(nodes, namespaces).map_err(|e| ExplainError(e.to_string()))?;
+    for v in pods {
+        let Some(node) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) else { continue };
+        if matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        let name = name_of(v);
+        let namespace = v["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
+        let labels: BTreeMap<String, String> = part(&v["metadata"]["labels"], &format!("Pod {namespace}/{name}: metadata.labels"))?;
+        let anti_affinity: Vec<PodAffinityTerm> = part(
+            &v["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"],
+            &format!("Pod {namespace}/{name}: spec.affinity.podAntiAffinity"),
+        )?;
+        let terminating = !v["metadata"]["deletionTimestamp"].is_null();
+        cluster
+            .add_pod(node, BoundPod { name, namespace, labels, anti_affinity, terminating })
+            .map_err(|e| ExplainError(e.to_string()))?;
+    }
+    Ok(cluster)
+}
+
+/// The pod to place: a Pod, or the pod template of a workload.
+pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainError> {
+    let o = objects.first().ok_or_else(|| ExplainError("no object in the pod file".into()))?;
+    let v = &o.value;
+    let (api, kind) = (v["apiVersion"].as_str().unwrap_or(""), v["kind"].as_str().unwrap_or(""));
+    let k = Kind::from_api_version(api, kind)
+        .ok_or_else(|| ExplainError(format!("{api}/{kind} is not a Pod or a workload with a pod template")))?;
+    let t = workload::parse_value(k, v).map_err(|e| ExplainError(e.to_string()))?;
+    let ns = t.meta.namespace.clone().unwrap_or_else(|| "default".to_string());
+    Ok((t, ns))
+}
+
+pub fn text(results: &[NodeResult]) -> String {
+    let mut out = filter::summary(results);
+    out.push_str("\n\n");
+    let width = results.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(out, "{:width$}  {:8}  REASONS", "NODE", "FEASIBLE");
+    for r in results {
+        let reasons: Vec<String> = r.reasons.iter().map(|x| format!("{}: {}", x.plugin, x.message)).collect();
+        let _ = writeln!(out, "{:width$}  {:8}  {}", r.name, if r.feasible { "yes" } else { "no" }, reasons.join("; "));
+    }
+    out
+}
+
+pub fn json(results: &[NodeResult]) -> String {
+    let feasible: Vec<&str> = results.iter().filter(|r| r.feasible).map(|r| r.name.as_str()).collect();
+    let v = json!({"summary": filter::summary(results), "feasible": feasible, "nodes": results});
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest;
+
+    const SNAPSHOT: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node1, labels: {topology.kubernetes.io/zone: zoneA, kubernetes.io/hostname: node1}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node2, labels: {topology.kubernetes.io/zone: zoneA, kubernetes.io/hostname: node2}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node3, labels: {topology.kubernetes.io/zone: zoneB, kubernetes.io/hostname: node3}}
+  spec:
+    taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node4, labels: {topology.kubernetes.io/zone: zoneB, kubernetes.io/hostname: node4}}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: default}
+- {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: default, labels: {foo: bar}}, spec: {nodeName: node1}}
+- {apiVersion: v1, kind: Pod, metadata: {name: b, namespace: default, labels: {foo: bar}}, spec: {nodeName: node2}}
+- {apiVersion: v1, kind: Pod, metadata: {name: done, namespace: default, labels: {foo: bar}}, spec: {nodeName: node4}, status: {phase: Succeeded}}
+- {apiVersion: v1, kind: Pod, metadata: {name: pending, namespace: default, labels: {foo: bar}}, spec: {}}
+"#;
+
+    const POD: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  selector: {matchLabels: {foo: bar}}
+  template:
+    metadata: {labels: {foo: bar}}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {foo: bar}}}
+"#;
+
+    fn run() -> Vec<NodeResult> {
+        let cluster = cluster_from(&manifest::parse(SNAPSHOT).unwrap()).unwrap();
+        let (pod, ns) = pod_from(&manifest::parse(POD).unwrap()).unwrap();
+        filter::evaluate(&cluster, &pod, &ns)
+    }
+
+    #[test]
+    fn explains_a_workload_against_a_snapshot() {
+        insta::assert_snapshot!(text(&run()));
+        insta::assert_snapshot!(json(&run()));
+    }
+
+    #[test]
+    fn bad_snapshots_are_refused_with_the_reason() {
+        let cases = [
+            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "line 1: unsupported kind \"ConfigMap\" in the cluster snapshot; expected Node, Pod or Namespace"),
+            ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec: {nodeName: ghost}\n", "pod d/p is bound to node \"ghost\", which is not in the snapshot"),
+            ("apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: [1]}\n", "Node n: metadata.labels: invalid type: sequence, expected a map"),
+        ];
+        for (text, want) in cases {
+            let err = cluster_from(&manifest::parse(text).unwrap()).unwrap_err();
+            assert_eq!(err.0, want);
+        }
+        let err = pod_from(&manifest::parse("apiVersion: v1\nkind: Service\n").unwrap()).unwrap_err();
+        assert_eq!(err.0, "v1/Service is not a Pod or a workload with a pod template");
+    }
+}
