@@ -19,7 +19,11 @@ fn build(nodes: usize, zones: usize, pods: usize, odd_bar: bool, anti_every: usi
             let mut labels = BTreeMap::new();
             labels.insert(HOST.to_string(), format!("node{i}"));
             labels.insert(ZONE.to_string(), format!("zone{}", i % zones));
-            Node { name: format!("node{i}"), labels, ..Default::default() }
+            Node {
+                name: format!("node{i}"),
+                labels,
+                ..Default::default()
+            }
         })
         .collect();
     let mut c = Cluster::new(ns, HashMap::new()).unwrap();
@@ -31,11 +35,24 @@ fn build(nodes: usize, zones: usize, pods: usize, odd_bar: bool, anti_every: usi
             labels.insert("bar".to_string(), String::new());
         }
         let anti_affinity = if anti_every > 0 && j % anti_every == 0 {
-            vec![serde_json::from_value(json!({"labelSelector": {"matchLabels": {"app": "other"}}, "topologyKey": HOST})).unwrap()]
+            vec![serde_json::from_value(
+                json!({"labelSelector": {"matchLabels": {"app": "other"}}, "topologyKey": HOST}),
+            )
+            .unwrap()]
         } else {
             Vec::new()
         };
-        c.add_pod(&format!("node{n}"), BoundPod { name: format!("p{j}"), namespace: "default".into(), labels, anti_affinity, terminating: false }).unwrap();
+        c.add_pod(
+            &format!("node{n}"),
+            BoundPod {
+                name: format!("p{j}"),
+                namespace: "default".into(),
+                labels,
+                anti_affinity,
+                terminating: false,
+            },
+        )
+        .unwrap();
     }
     c
 }
@@ -49,22 +66,47 @@ fn spread(key: &str, sel: &str) -> Value {
 }
 
 fn pod(spec: Value) -> placement_guard::workload::PodTemplate {
-    parse_value(Kind::Pod, &json!({"metadata": {"name": "incoming", "labels": {"foo": ""}}, "spec": spec})).unwrap()
+    parse_value(
+        Kind::Pod,
+        &json!({"metadata": {"name": "incoming", "labels": {"foo": ""}}, "spec": spec}),
+    )
+    .unwrap()
 }
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("snapshot");
     g.sample_size(10);
-    g.bench_function("build 1000 nodes / 10000 pods", |b| b.iter(|| build(1000, 10, 10_000, true, 0)));
+    g.bench_function("build 1000 nodes / 10000 pods", |b| {
+        b.iter(|| build(1000, 10, 10_000, true, 0))
+    });
     g.finish();
 
     let cluster = build(1000, 10, 10_000, true, 0);
     let shapes = [
-        ("spread zone", pod(json!({"topologySpreadConstraints": [spread(ZONE, "foo")]}))),
-        ("spread hostname", pod(json!({"topologySpreadConstraints": [spread(HOST, "foo")]}))),
-        ("spread zone + hostname", pod(json!({"topologySpreadConstraints": [spread(ZONE, "foo"), spread(HOST, "bar")]}))),
-        ("affinity zone", pod(json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": exists("foo"), "topologyKey": ZONE}]}}}))),
-        ("anti-affinity hostname", pod(json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": exists("foo"), "topologyKey": HOST}]}}}))),
+        (
+            "spread zone",
+            pod(json!({"topologySpreadConstraints": [spread(ZONE, "foo")]})),
+        ),
+        (
+            "spread hostname",
+            pod(json!({"topologySpreadConstraints": [spread(HOST, "foo")]})),
+        ),
+        (
+            "spread zone + hostname",
+            pod(json!({"topologySpreadConstraints": [spread(ZONE, "foo"), spread(HOST, "bar")]})),
+        ),
+        (
+            "affinity zone",
+            pod(
+                json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": exists("foo"), "topologyKey": ZONE}]}}}),
+            ),
+        ),
+        (
+            "anti-affinity hostname",
+            pod(
+                json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": exists("foo"), "topologyKey": HOST}]}}}),
+            ),
+        ),
     ];
     let mut g = c.benchmark_group("per pod, 1000 nodes / 10000 pods");
     for (name, p) in &shapes {
@@ -79,7 +121,9 @@ fn bench(c: &mut Criterion) {
     }));
     let mut g = c.benchmark_group("per pod, 5000 nodes / 150000 pods");
     g.sample_size(20);
-    g.bench_function("2 spread constraints + anti-affinity", |b| b.iter(|| evaluate(&large, &p, "default")));
+    g.bench_function("2 spread constraints + anti-affinity", |b| {
+        b.iter(|| evaluate(&large, &p, "default"))
+    });
     g.finish();
 }
 

@@ -280,7 +280,11 @@ pub fn run() -> ExitCode {
             run_check(&rules, &paths, output, fail_on, color)
         }
         Command::Test { update, dirs } => run_tests(&dirs, update),
-        Command::Explain { cluster, pod, output } => run_explain(&cluster, &pod, output),
+        Command::Explain {
+            cluster,
+            pod,
+            output,
+        } => run_explain(&cluster, &pod, output),
         Command::Rules { print_defaults } => {
             if print_defaults {
                 print!("{DEFAULT_RULES_YAML}");

@@ -16,7 +16,10 @@ use crate::workload::{self, Kind, PodTemplate};
 #[error("{0}")]
 pub struct ExplainError(pub String);
 
-fn part<T: serde::de::DeserializeOwned + Default>(v: &Value, what: &str) -> Result<T, ExplainError> {
+fn part<T: serde::de::DeserializeOwned + Default>(
+    v: &Value,
+    what: &str,
+) -> Result<T, ExplainError> {
     if v.is_null() {
         return Ok(T::default());
     }
@@ -24,7 +27,10 @@ fn part<T: serde::de::DeserializeOwned + Default>(v: &Value, what: &str) -> Resu
 }
 
 fn name_of(v: &Value) -> String {
-    v["metadata"]["name"].as_str().unwrap_or("<unnamed>").to_string()
+    v["metadata"]["name"]
+        .as_str()
+        .unwrap_or("<unnamed>")
+        .to_string()
 }
 
 /// Builds a snapshot from Nodes, Pods and Namespaces (as `kubectl get nodes,pods,namespaces -A
@@ -63,20 +69,38 @@ pub fn cluster_from(objects: &[Object]) -> Result<Cluster, ExplainError> {
     }
     let mut cluster = Cluster::new(nodes, namespaces).map_err(|e| ExplainError(e.to_string()))?;
     for v in pods {
-        let Some(node) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) else { continue };
+        let Some(node) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) else {
+            continue;
+        };
         if matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
             continue;
         }
         let name = name_of(v);
-        let namespace = v["metadata"]["namespace"].as_str().unwrap_or("default").to_string();
-        let labels: BTreeMap<String, String> = part(&v["metadata"]["labels"], &format!("Pod {namespace}/{name}: metadata.labels"))?;
+        let namespace = v["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_string();
+        let labels: BTreeMap<String, String> = part(
+            &v["metadata"]["labels"],
+            &format!("Pod {namespace}/{name}: metadata.labels"),
+        )?;
         let anti_affinity: Vec<PodAffinityTerm> = part(
-            &v["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"],
+            &v["spec"]["affinity"]["podAntiAffinity"]
+                ["requiredDuringSchedulingIgnoredDuringExecution"],
             &format!("Pod {namespace}/{name}: spec.affinity.podAntiAffinity"),
         )?;
         let terminating = !v["metadata"]["deletionTimestamp"].is_null();
         cluster
-            .add_pod(node, BoundPod { name, namespace, labels, anti_affinity, terminating })
+            .add_pod(
+                node,
+                BoundPod {
+                    name,
+                    namespace,
+                    labels,
+                    anti_affinity,
+                    terminating,
+                },
+            )
             .map_err(|e| ExplainError(e.to_string()))?;
     }
     Ok(cluster)
@@ -84,30 +108,61 @@ pub fn cluster_from(objects: &[Object]) -> Result<Cluster, ExplainError> {
 
 /// The pod to place: a Pod, or the pod template of a workload.
 pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainError> {
-    let o = objects.first().ok_or_else(|| ExplainError("no object in the pod file".into()))?;
+    let o = objects
+        .first()
+        .ok_or_else(|| ExplainError("no object in the pod file".into()))?;
     let v = &o.value;
-    let (api, kind) = (v["apiVersion"].as_str().unwrap_or(""), v["kind"].as_str().unwrap_or(""));
-    let k = Kind::from_api_version(api, kind)
-        .ok_or_else(|| ExplainError(format!("{api}/{kind} is not a Pod or a workload with a pod template")))?;
+    let (api, kind) = (
+        v["apiVersion"].as_str().unwrap_or(""),
+        v["kind"].as_str().unwrap_or(""),
+    );
+    let k = Kind::from_api_version(api, kind).ok_or_else(|| {
+        ExplainError(format!(
+            "{api}/{kind} is not a Pod or a workload with a pod template"
+        ))
+    })?;
     let t = workload::parse_value(k, v).map_err(|e| ExplainError(e.to_string()))?;
-    let ns = t.meta.namespace.clone().unwrap_or_else(|| "default".to_string());
+    let ns = t
+        .meta
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_string());
     Ok((t, ns))
 }
 
 pub fn text(results: &[NodeResult]) -> String {
     let mut out = filter::summary(results);
     out.push_str("\n\n");
-    let width = results.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+    let width = results
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let _ = writeln!(out, "{:width$}  {:8}  REASONS", "NODE", "FEASIBLE");
     for r in results {
-        let reasons: Vec<String> = r.reasons.iter().map(|x| format!("{}: {}", x.plugin, x.message)).collect();
-        let _ = writeln!(out, "{:width$}  {:8}  {}", r.name, if r.feasible { "yes" } else { "no" }, reasons.join("; "));
+        let reasons: Vec<String> = r
+            .reasons
+            .iter()
+            .map(|x| format!("{}: {}", x.plugin, x.message))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:width$}  {:8}  {}",
+            r.name,
+            if r.feasible { "yes" } else { "no" },
+            reasons.join("; ")
+        );
     }
     out
 }
 
 pub fn json(results: &[NodeResult]) -> String {
-    let feasible: Vec<&str> = results.iter().filter(|r| r.feasible).map(|r| r.name.as_str()).collect();
+    let feasible: Vec<&str> = results
+        .iter()
+        .filter(|r| r.feasible)
+        .map(|r| r.name.as_str())
+        .collect();
     let v = json!({"summary": filter::summary(results), "feasible": feasible, "nodes": results});
     let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
     s.push('\n');
@@ -182,7 +237,11 @@ spec:
             let err = cluster_from(&manifest::parse(text).unwrap()).unwrap_err();
             assert_eq!(err.0, want);
         }
-        let err = pod_from(&manifest::parse("apiVersion: v1\nkind: Service\n").unwrap()).unwrap_err();
-        assert_eq!(err.0, "v1/Service is not a Pod or a workload with a pod template");
+        let err =
+            pod_from(&manifest::parse("apiVersion: v1\nkind: Service\n").unwrap()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "v1/Service is not a Pod or a workload with a pod template"
+        );
     }
 }

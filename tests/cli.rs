@@ -315,17 +315,59 @@ fn test_command_shows_a_diff_when_a_rule_file_changes_verdicts() {
 #[test]
 fn explain_prints_the_schedulers_verdict() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/explain");
-    let r = run(&["explain", "--cluster", &format!("{dir}/cluster.yaml"), "--pod", &format!("{dir}/deployment.yaml")], None);
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            &format!("{dir}/cluster.yaml"),
+            "--pod",
+            &format!("{dir}/deployment.yaml"),
+        ],
+        None,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.starts_with("1/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 node(s) didn't match pod topology spread constraints.\n"), "{}", r.stdout);
-    let r = run(&["explain", "-o", "json", "--cluster", &format!("{dir}/cluster.yaml"), "--pod", &format!("{dir}/deployment.yaml")], None);
+    let r = run(
+        &[
+            "explain",
+            "-o",
+            "json",
+            "--cluster",
+            &format!("{dir}/cluster.yaml"),
+            "--pod",
+            &format!("{dir}/deployment.yaml"),
+        ],
+        None,
+    );
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["feasible"], serde_json::json!(["node4"]));
     // Bad input: exit 2 with the reason.
-    let r = run(&["explain", "--cluster", "/nope.yaml", "--pod", &format!("{dir}/deployment.yaml")], None);
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            "/nope.yaml",
+            "--pod",
+            &format!("{dir}/deployment.yaml"),
+        ],
+        None,
+    );
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("cannot read /nope.yaml"), "{}", r.stderr);
-    let r = run(&["explain", "--cluster", &format!("{dir}/deployment.yaml"), "--pod", &format!("{dir}/deployment.yaml")], None);
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            &format!("{dir}/deployment.yaml"),
+            "--pod",
+            &format!("{dir}/deployment.yaml"),
+        ],
+        None,
+    );
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("unsupported kind \"Deployment\""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("unsupported kind \"Deployment\""),
+        "{}",
+        r.stderr
+    );
 }

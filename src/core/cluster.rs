@@ -24,6 +24,14 @@ pub struct BoundPod {
     pub terminating: bool,
 }
 
+/// A distinct (namespace, labels) pair of bound pods. Pods of one workload share it, so a
+/// selector is evaluated once per label set instead of once per pod.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LabelSet {
+    pub namespace: String,
+    pub labels: BTreeMap<String, String>,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Cluster {
     pub nodes: Vec<Node>,
@@ -31,13 +39,24 @@ pub struct Cluster {
     pub pods_by_node: Vec<Vec<BoundPod>>,
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     node_index: HashMap<String, usize>,
+    /// Interned label sets of live (not terminating) pods.
+    pub label_sets: Vec<LabelSet>,
+    label_set_index: HashMap<LabelSet, usize>,
+    /// Per node: (label set, number of live pods with it).
+    pub groups_by_node: Vec<Vec<(usize, u32)>>,
+    /// Required anti-affinity terms of live pods: (node, owner's label set, term).
+    pub anti_terms: Vec<(usize, usize, PodAffinityTerm)>,
 }
 
 /// Why a snapshot cannot be built.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ClusterError {
     #[error("pod {namespace}/{pod} is bound to node {node:?}, which is not in the snapshot")]
-    UnknownNode { namespace: String, pod: String, node: String },
+    UnknownNode {
+        namespace: String,
+        pod: String,
+        node: String,
+    },
     #[error("node {0:?} appears twice")]
     DuplicateNode(String),
 }
@@ -54,7 +73,17 @@ impl Cluster {
             }
         }
         let pods_by_node = vec![Vec::new(); nodes.len()];
-        Ok(Cluster { nodes, pods_by_node, namespaces, node_index })
+        let groups_by_node = vec![Vec::new(); nodes.len()];
+        Ok(Cluster {
+            nodes,
+            pods_by_node,
+            namespaces,
+            node_index,
+            label_sets: Vec::new(),
+            label_set_index: HashMap::new(),
+            groups_by_node,
+            anti_terms: Vec::new(),
+        })
     }
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
@@ -63,11 +92,32 @@ impl Cluster {
 
     /// Binds a pod to a node of the snapshot.
     pub fn add_pod(&mut self, node: &str, pod: BoundPod) -> Result<(), ClusterError> {
-        let i = self.node_index(node).ok_or_else(|| ClusterError::UnknownNode {
-            namespace: pod.namespace.clone(),
-            pod: pod.name.clone(),
-            node: node.to_string(),
-        })?;
+        let i = self
+            .node_index(node)
+            .ok_or_else(|| ClusterError::UnknownNode {
+                namespace: pod.namespace.clone(),
+                pod: pod.name.clone(),
+                node: node.to_string(),
+            })?;
+        if !pod.terminating {
+            let key = LabelSet {
+                namespace: pod.namespace.clone(),
+                labels: pod.labels.clone(),
+            };
+            let next = self.label_sets.len();
+            let set = *self.label_set_index.entry(key.clone()).or_insert(next);
+            if set == next {
+                self.label_sets.push(key);
+            }
+            let groups = &mut self.groups_by_node[i];
+            match groups.iter_mut().find(|(s, _)| *s == set) {
+                Some((_, n)) => *n += 1,
+                None => groups.push((set, 1)),
+            }
+            for t in &pod.anti_affinity {
+                self.anti_terms.push((i, set, t.clone()));
+            }
+        }
         self.pods_by_node[i].push(pod);
         Ok(())
     }
@@ -110,7 +160,12 @@ mod tests {
     use super::*;
 
     fn taint(key: &str, value: &str, effect: &str) -> Taint {
-        Taint { key: key.into(), value: Some(value.into()), effect: effect.into(), time_added: None }
+        Taint {
+            key: key.into(),
+            value: Some(value.into()),
+            effect: effect.into(),
+            time_added: None,
+        }
     }
 
     fn tol(key: Option<&str>, op: &str, value: Option<&str>, effect: Option<&str>) -> Toleration {
@@ -127,11 +182,17 @@ mod tests {
     fn toleration_matching() {
         let t = taint("dedicated", "gpu", "NoSchedule");
         let cases = [
-            (tol(Some("dedicated"), "Equal", Some("gpu"), Some("NoSchedule")), true),
+            (
+                tol(Some("dedicated"), "Equal", Some("gpu"), Some("NoSchedule")),
+                true,
+            ),
             (tol(Some("dedicated"), "Equal", Some("gpu"), None), true),
             (tol(Some("dedicated"), "Equal", Some("cpu"), None), false),
             (tol(Some("dedicated"), "Exists", None, None), true),
-            (tol(Some("dedicated"), "Exists", None, Some("NoExecute")), false),
+            (
+                tol(Some("dedicated"), "Exists", None, Some("NoExecute")),
+                false,
+            ),
             (tol(None, "Exists", None, None), true),
             (tol(None, "Equal", None, None), false),
             (tol(Some("other"), "Exists", None, None), false),
@@ -143,10 +204,42 @@ mod tests {
 
     #[test]
     fn pods_must_be_bound_to_known_nodes() {
-        let mut c = Cluster::new(vec![Node { name: "n1".into(), ..Default::default() }], HashMap::new()).unwrap();
+        let mut c = Cluster::new(
+            vec![Node {
+                name: "n1".into(),
+                ..Default::default()
+            }],
+            HashMap::new(),
+        )
+        .unwrap();
         assert!(c.add_pod("n1", BoundPod::default()).is_ok());
-        let err = c.add_pod("n9", BoundPod { name: "p".into(), namespace: "d".into(), ..Default::default() }).unwrap_err();
-        assert_eq!(err.to_string(), "pod d/p is bound to node \"n9\", which is not in the snapshot");
-        assert!(Cluster::new(vec![Node { name: "a".into(), ..Default::default() }, Node { name: "a".into(), ..Default::default() }], HashMap::new()).is_err());
+        let err = c
+            .add_pod(
+                "n9",
+                BoundPod {
+                    name: "p".into(),
+                    namespace: "d".into(),
+                    ..Default::default()
+                },
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pod d/p is bound to node \"n9\", which is not in the snapshot"
+        );
+        assert!(Cluster::new(
+            vec![
+                Node {
+                    name: "a".into(),
+                    ..Default::default()
+                },
+                Node {
+                    name: "a".into(),
+                    ..Default::default()
+                }
+            ],
+            HashMap::new()
+        )
+        .is_err());
     }
 }

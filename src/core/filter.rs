@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use k8s_openapi::api::core::v1::{PodAffinityTerm, Taint, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
-use super::cluster::{tolerated, BoundPod, Cluster, Node};
+use super::cluster::{tolerated, Cluster, LabelSet, Node};
 use super::labels::selector_matches;
 use super::nodeselector::Term;
 use crate::workload::PodTemplate;
@@ -27,7 +27,8 @@ pub const REASON_SPREAD_MISSING_LABEL: &str =
     "node(s) didn't match pod topology spread constraints (missing required label)";
 pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
 pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
-pub const REASON_EXISTING_ANTI_AFFINITY: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
+pub const REASON_EXISTING_ANTI_AFFINITY: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
 
 const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
@@ -52,9 +53,15 @@ impl NodeMatcher {
             .affinity
             .as_ref()
             .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+            .and_then(|na| {
+                na.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
             .map(|r| r.node_selector_terms.iter().map(Term::from_api).collect());
-        NodeMatcher { selector: Term::from_node_selector(pod.spec.node_selector()), required }
+        NodeMatcher {
+            selector: Term::from_node_selector(pod.spec.node_selector()),
+            required,
+        }
     }
 
     fn matches(&self, node: &Node) -> bool {
@@ -64,7 +71,10 @@ impl NodeMatcher {
         match &self.required {
             None => true,
             // Terms are ORed; an empty or invalid term matches nothing.
-            Some(terms) => terms.iter().flatten().any(|t| t.matches_node(&node.labels, &node.name)),
+            Some(terms) => terms
+                .iter()
+                .flatten()
+                .any(|t| t.matches_node(&node.labels, &node.name)),
         }
     }
 }
@@ -80,11 +90,13 @@ fn merged_selector(
     let mut add = |keys: Option<&[String]>, op: &str| {
         for k in keys.unwrap_or(&[]) {
             if let Some(v) = owner_labels.get(k) {
-                sel.match_expressions.get_or_insert_with(Vec::new).push(LabelSelectorRequirement {
-                    key: k.clone(),
-                    operator: op.to_string(),
-                    values: Some(vec![v.clone()]),
-                });
+                sel.match_expressions
+                    .get_or_insert_with(Vec::new)
+                    .push(LabelSelectorRequirement {
+                        key: k.clone(),
+                        operator: op.to_string(),
+                        values: Some(vec![v.clone()]),
+                    });
             }
         }
     };
@@ -103,7 +115,11 @@ struct AffinityTerm {
 }
 
 impl AffinityTerm {
-    fn new(t: &PodAffinityTerm, owner_ns: &str, owner_labels: &BTreeMap<String, String>) -> AffinityTerm {
+    fn new(
+        t: &PodAffinityTerm,
+        owner_ns: &str,
+        owner_labels: &BTreeMap<String, String>,
+    ) -> AffinityTerm {
         AffinityTerm {
             key: t.topology_key.clone(),
             selector: merged_selector(
@@ -126,7 +142,9 @@ impl AffinityTerm {
             None => self.namespaces.is_empty() && ns == self.owner_namespace,
             Some(sel) => {
                 let mut labels = cluster.namespace_labels(ns).clone();
-                labels.entry(NAMESPACE_NAME_LABEL.to_string()).or_insert_with(|| ns.to_string());
+                labels
+                    .entry(NAMESPACE_NAME_LABEL.to_string())
+                    .or_insert_with(|| ns.to_string());
                 selector_matches(sel, &labels)
             }
         }
@@ -134,13 +152,18 @@ impl AffinityTerm {
 
     /// `PodMatchesTermsNamespaceAndSelector`; a missing selector matches nothing.
     fn matches(&self, ns: &str, labels: &BTreeMap<String, String>, cluster: &Cluster) -> bool {
-        self.selector.as_ref().is_some_and(|s| selector_matches(s, labels)) && self.namespace_matches(ns, cluster)
+        self.selector
+            .as_ref()
+            .is_some_and(|s| selector_matches(s, labels))
+            && self.namespace_matches(ns, cluster)
     }
 }
 
 /// A DoNotSchedule spread constraint with its counts per domain.
 struct Spread<'a> {
     key: &'a str,
+    /// Index of this constraint's selector in the per-label-set match caches.
+    cache: Option<usize>,
     max_skew: i64,
     selector: Option<LabelSelector>,
     self_match: bool,
@@ -171,13 +194,17 @@ fn untolerated_taint<'n>(pod: &PodTemplate, node: &'n Node) -> Option<&'n Taint>
         .find(|t| !tolerated(pod.spec.tolerations(), t))
 }
 
-fn live_pods<'c>(cluster: &'c Cluster) -> impl Iterator<Item = (usize, &'c BoundPod)> {
-    cluster
-        .pods_by_node
-        .iter()
-        .enumerate()
-        .flat_map(|(i, pods)| pods.iter().map(move |p| (i, p)))
-        .filter(|(_, p)| !p.terminating)
+/// Whether each label set of the snapshot satisfies a predicate, computed once.
+struct SetMatches(Vec<bool>);
+
+impl SetMatches {
+    fn new(cluster: &Cluster, f: impl Fn(&LabelSet) -> bool) -> SetMatches {
+        SetMatches(cluster.label_sets.iter().map(f).collect())
+    }
+
+    fn get(&self, set: usize) -> bool {
+        self.0.get(set).copied().unwrap_or(false)
+    }
 }
 
 impl<'a> PodState<'a> {
@@ -196,17 +223,43 @@ impl<'a> PodState<'a> {
         let mut spreads: Vec<Spread> = constraints
             .iter()
             .map(|c| {
-                let selector = merged_selector(c.label_selector.as_ref(), c.match_label_keys.as_deref(), None, labels);
+                let selector = merged_selector(
+                    c.label_selector.as_ref(),
+                    c.match_label_keys.as_deref(),
+                    None,
+                    labels,
+                );
                 Spread {
                     key: c.topology_key.as_str(),
+                    cache: None,
                     max_skew: i64::from(c.max_skew),
-                    self_match: selector.as_ref().is_some_and(|s| selector_matches(s, labels)),
+                    self_match: selector
+                        .as_ref()
+                        .is_some_and(|s| selector_matches(s, labels)),
                     selector,
                     counts: HashMap::new(),
                     min: None,
                 }
             })
             .collect();
+        // One match cache per distinct selector: constraints sharing a selector share it.
+        let mut caches: Vec<SetMatches> = Vec::new();
+        let mut cached_selectors: Vec<LabelSelector> = Vec::new();
+        for s in spreads.iter_mut() {
+            if let Some(sel) = &s.selector {
+                let idx = match cached_selectors.iter().position(|c| c == sel) {
+                    Some(i) => i,
+                    None => {
+                        cached_selectors.push(sel.clone());
+                        caches.push(SetMatches::new(cluster, |set| {
+                            set.namespace == namespace && selector_matches(sel, &set.labels)
+                        }));
+                        caches.len() - 1
+                    }
+                };
+                s.cache = Some(idx);
+            }
+        }
         if !spreads.is_empty() {
             for (i, node) in cluster.nodes.iter().enumerate() {
                 if !spreads.iter().all(|s| node.labels.contains_key(s.key)) {
@@ -225,12 +278,13 @@ impl<'a> PodState<'a> {
                     {
                         continue;
                     }
-                    let count = match &s.selector {
-                        None => 0,
-                        Some(sel) => cluster.pods_by_node[i]
+                    let count = match (&s.selector, s.cache) {
+                        (Some(_), Some(c)) => cluster.groups_by_node[i]
                             .iter()
-                            .filter(|p| !p.terminating && p.namespace == namespace && selector_matches(sel, &p.labels))
-                            .count() as i64,
+                            .filter(|(set, _)| caches[c].get(*set))
+                            .map(|(_, n)| i64::from(*n))
+                            .sum(),
+                        _ => 0,
                     };
                     let value = node.labels.get(s.key).map(String::as_str).unwrap_or("");
                     *s.counts.entry(value).or_insert(0) += count;
@@ -250,14 +304,20 @@ impl<'a> PodState<'a> {
         let aff = pod.spec.affinity.as_ref();
         let affinity: Vec<AffinityTerm> = aff
             .and_then(|a| a.pod_affinity.as_ref())
-            .and_then(|p| p.required_during_scheduling_ignored_during_execution.as_deref())
+            .and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
             .unwrap_or(&[])
             .iter()
             .map(|t| AffinityTerm::new(t, namespace, labels))
             .collect();
         let anti_affinity: Vec<AffinityTerm> = aff
             .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|p| p.required_during_scheduling_ignored_during_execution.as_deref())
+            .and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
             .unwrap_or(&[])
             .iter()
             .map(|t| AffinityTerm::new(t, namespace, labels))
@@ -265,35 +325,55 @@ impl<'a> PodState<'a> {
         let mut affinity_counts = HashMap::new();
         let mut anti_counts = HashMap::new();
         let mut existing_anti = HashMap::new();
-        let any_existing_anti = live_pods(cluster).any(|(_, p)| !p.anti_affinity.is_empty());
-        if !affinity.is_empty() || !anti_affinity.is_empty() || any_existing_anti {
-            for (i, p) in live_pods(cluster) {
+        if !affinity.is_empty() || !anti_affinity.is_empty() {
+            let all_affinity = SetMatches::new(cluster, |set| {
+                !affinity.is_empty()
+                    && affinity
+                        .iter()
+                        .all(|t| t.matches(&set.namespace, &set.labels, cluster))
+            });
+            let anti_sets: Vec<SetMatches> = anti_affinity
+                .iter()
+                .map(|t| {
+                    SetMatches::new(cluster, |set| {
+                        t.matches(&set.namespace, &set.labels, cluster)
+                    })
+                })
+                .collect();
+            for (i, groups) in cluster.groups_by_node.iter().enumerate() {
                 let node = &cluster.nodes[i];
-                if !affinity.is_empty() && affinity.iter().all(|t| t.matches(&p.namespace, &p.labels, cluster)) {
-                    for t in &affinity {
-                        if let Some((k, v)) = node.labels.get_key_value(&t.key) {
-                            *affinity_counts.entry((k.as_str(), v.as_str())).or_insert(0) += 1;
+                for &(set, n) in groups {
+                    let n = i64::from(n);
+                    if all_affinity.get(set) {
+                        for t in &affinity {
+                            if let Some((k, v)) = node.labels.get_key_value(&t.key) {
+                                *affinity_counts.entry((k.as_str(), v.as_str())).or_insert(0) += n;
+                            }
                         }
                     }
-                }
-                for t in &anti_affinity {
-                    if t.matches(&p.namespace, &p.labels, cluster) {
-                        if let Some((k, v)) = node.labels.get_key_value(&t.key) {
-                            *anti_counts.entry((k.as_str(), v.as_str())).or_insert(0) += 1;
-                        }
-                    }
-                }
-                for raw in &p.anti_affinity {
-                    let t = AffinityTerm::new(raw, &p.namespace, &p.labels);
-                    if t.matches(namespace, labels, cluster) {
-                        if let Some((k, v)) = node.labels.get_key_value(&t.key) {
-                            *existing_anti.entry((k.as_str(), v.as_str())).or_insert(0) += 1;
+                    for (t, m) in anti_affinity.iter().zip(&anti_sets) {
+                        if m.get(set) {
+                            if let Some((k, v)) = node.labels.get_key_value(&t.key) {
+                                *anti_counts.entry((k.as_str(), v.as_str())).or_insert(0) += n;
+                            }
                         }
                     }
                 }
             }
         }
-        let pod_matches_own_affinity = !affinity.is_empty() && affinity.iter().all(|t| t.matches(namespace, labels, cluster));
+        for (i, set, raw) in &cluster.anti_terms {
+            let owner = &cluster.label_sets[*set];
+            let t = AffinityTerm::new(raw, &owner.namespace, &owner.labels);
+            if t.matches(namespace, labels, cluster) {
+                if let Some((k, v)) = cluster.nodes[*i].labels.get_key_value(&t.key) {
+                    *existing_anti.entry((k.as_str(), v.as_str())).or_insert(0) += 1;
+                }
+            }
+        }
+        let pod_matches_own_affinity = !affinity.is_empty()
+            && affinity
+                .iter()
+                .all(|t| t.matches(namespace, labels, cluster));
 
         PodState {
             cluster,
@@ -317,7 +397,12 @@ impl<'a> PodState<'a> {
         let mut out = Vec::new();
         let mut say = |plugin, message: String| out.push(Reason { plugin, message });
         if node.unschedulable {
-            let taint = Taint { key: UNSCHEDULABLE_TAINT.into(), effect: "NoSchedule".into(), value: None, time_added: None };
+            let taint = Taint {
+                key: UNSCHEDULABLE_TAINT.into(),
+                effect: "NoSchedule".into(),
+                value: None,
+                time_added: None,
+            };
             if !tolerated(self.pod.spec.tolerations(), &taint) {
                 say(NODE_UNSCHEDULABLE, REASON_UNSCHEDULABLE.to_string());
             }
@@ -328,7 +413,11 @@ impl<'a> PodState<'a> {
         if let Some(t) = untolerated_taint(self.pod, node) {
             say(
                 TAINT_TOLERATION,
-                format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value.as_deref().unwrap_or("")),
+                format!(
+                    "node(s) had untolerated taint {{{}: {}}}",
+                    t.key,
+                    t.value.as_deref().unwrap_or("")
+                ),
             );
         }
         if !self.node_matcher.matches(node) {
@@ -344,7 +433,11 @@ impl<'a> PodState<'a> {
     }
 
     fn spread_reason(&self, node: &Node) -> Option<&'static str> {
-        if self.spreads.iter().any(|s| !node.labels.contains_key(s.key)) {
+        if self
+            .spreads
+            .iter()
+            .any(|s| !node.labels.contains_key(s.key))
+        {
             return Some(REASON_SPREAD_MISSING_LABEL);
         }
         for s in &self.spreads {
@@ -361,28 +454,46 @@ impl<'a> PodState<'a> {
 
     fn inter_pod_reason(&self, node: &Node) -> Option<&'static str> {
         if !self.affinity.is_empty() {
-            let pair = |t: &AffinityTerm| node.labels.get_key_value(&t.key).map(|(k, v)| (k.as_str(), v.as_str()));
-            let satisfied = self
-                .affinity
-                .iter()
-                .all(|t| pair(t).is_some_and(|p| self.affinity_counts.get(&p).copied().unwrap_or(0) > 0));
+            let pair = |t: &AffinityTerm| {
+                node.labels
+                    .get_key_value(&t.key)
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+            };
+            let satisfied = self.affinity.iter().all(|t| {
+                pair(t).is_some_and(|p| self.affinity_counts.get(&p).copied().unwrap_or(0) > 0)
+            });
             // The first pod of a group that selects itself may go anywhere the keys exist.
             let first_of_its_kind = self.affinity_counts.is_empty()
                 && self.pod_matches_own_affinity
-                && self.affinity.iter().all(|t| node.labels.contains_key(&t.key));
+                && self
+                    .affinity
+                    .iter()
+                    .all(|t| node.labels.contains_key(&t.key));
             if !satisfied && !first_of_its_kind {
                 return Some(REASON_AFFINITY);
             }
         }
         for t in &self.anti_affinity {
             if let Some((k, v)) = node.labels.get_key_value(&t.key) {
-                if self.anti_counts.get(&(k.as_str(), v.as_str())).copied().unwrap_or(0) > 0 {
+                if self
+                    .anti_counts
+                    .get(&(k.as_str(), v.as_str()))
+                    .copied()
+                    .unwrap_or(0)
+                    > 0
+                {
                     return Some(REASON_ANTI_AFFINITY);
                 }
             }
         }
         for (k, v) in &node.labels {
-            if self.existing_anti.get(&(k.as_str(), v.as_str())).copied().unwrap_or(0) > 0 {
+            if self
+                .existing_anti
+                .get(&(k.as_str(), v.as_str()))
+                .copied()
+                .unwrap_or(0)
+                > 0
+            {
                 return Some(REASON_EXISTING_ANTI_AFFINITY);
             }
         }
@@ -403,7 +514,11 @@ pub fn evaluate(cluster: &Cluster, pod: &PodTemplate, namespace: &str) -> Vec<No
     (0..cluster.nodes.len())
         .map(|i| {
             let reasons = state.filter(i);
-            NodeResult { name: cluster.nodes[i].name.clone(), feasible: reasons.is_empty(), reasons }
+            NodeResult {
+                name: cluster.nodes[i].name.clone(),
+                feasible: reasons.is_empty(),
+                reasons,
+            }
         })
         .collect()
 }
@@ -423,7 +538,11 @@ pub fn summary(results: &[NodeResult]) -> String {
     if parts.is_empty() {
         format!("{feasible}/{} nodes are available.", results.len())
     } else {
-        format!("{feasible}/{} nodes are available: {}.", results.len(), parts.join(", "))
+        format!(
+            "{feasible}/{} nodes are available: {}.",
+            results.len(),
+            parts.join(", ")
+        )
     }
 }
 

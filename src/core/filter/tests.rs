@@ -11,22 +11,39 @@ use crate::core::cluster::{BoundPod, Cluster, Node};
 use crate::workload::{parse_value, Kind};
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 fn node(name: &str, l: &[(&str, &str)]) -> Node {
     let mut labels = labels(l);
     labels.insert("kubernetes.io/hostname".into(), name.into());
-    Node { name: name.into(), labels, ..Default::default() }
+    Node {
+        name: name.into(),
+        labels,
+        ..Default::default()
+    }
 }
 
 fn tainted(mut n: Node, key: &str, value: &str, effect: &str) -> Node {
-    n.taints.push(Taint { key: key.into(), value: Some(value.into()), effect: effect.into(), time_added: None });
+    n.taints.push(Taint {
+        key: key.into(),
+        value: Some(value.into()),
+        effect: effect.into(),
+        time_added: None,
+    });
     n
 }
 
 fn bound(ns: &str, l: &[(&str, &str)]) -> BoundPod {
-    BoundPod { name: "p".into(), namespace: ns.into(), labels: labels(l), ..Default::default() }
+    BoundPod {
+        name: "p".into(),
+        namespace: ns.into(),
+        labels: labels(l),
+        ..Default::default()
+    }
 }
 
 fn cluster(nodes: Vec<Node>, pods: Vec<(&str, BoundPod)>) -> Cluster {
@@ -41,11 +58,19 @@ fn cluster(nodes: Vec<Node>, pods: Vec<(&str, BoundPod)>) -> Cluster {
 }
 
 fn pod(labels: Value, spec: Value) -> PodTemplate {
-    parse_value(Kind::Pod, &json!({"metadata": {"name": "incoming", "labels": labels}, "spec": spec})).unwrap()
+    parse_value(
+        Kind::Pod,
+        &json!({"metadata": {"name": "incoming", "labels": labels}, "spec": spec}),
+    )
+    .unwrap()
 }
 
 fn feasible(c: &Cluster, p: &PodTemplate) -> Vec<String> {
-    evaluate(c, p, "default").into_iter().filter(|r| r.feasible).map(|r| r.name).collect()
+    evaluate(c, p, "default")
+        .into_iter()
+        .filter(|r| r.feasible)
+        .map(|r| r.name)
+        .collect()
 }
 
 fn names(v: &[&str]) -> Vec<String> {
@@ -69,22 +94,57 @@ fn documentation_examples() {
     let foo = || bound("default", &[("foo", "bar")]);
     let four = || {
         cluster(
-            vec![node("node1", &[(ZONE, "zoneA")]), node("node2", &[(ZONE, "zoneA")]), node("node3", &[(ZONE, "zoneB")]), node("node4", &[(ZONE, "zoneB")])],
+            vec![
+                node("node1", &[(ZONE, "zoneA")]),
+                node("node2", &[(ZONE, "zoneA")]),
+                node("node3", &[(ZONE, "zoneB")]),
+                node("node4", &[(ZONE, "zoneB")]),
+            ],
             vec![("node1", foo()), ("node2", foo()), ("node3", foo())],
         )
     };
-    let one = pod(json!({"foo": "bar"}), json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({}))]}));
-    assert_eq!(feasible(&four(), &one), names(&["node3", "node4"]), "one zone constraint leaves only zoneB");
-    let two = pod(json!({"foo": "bar"}), json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({})), spread(HOST, 1, json!({}))]}));
-    assert_eq!(feasible(&four(), &two), names(&["node4"]), "adding a node constraint leaves only node4");
+    let one = pod(
+        json!({"foo": "bar"}),
+        json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({}))]}),
+    );
+    assert_eq!(
+        feasible(&four(), &one),
+        names(&["node3", "node4"]),
+        "one zone constraint leaves only zoneB"
+    );
+    let two = pod(
+        json!({"foo": "bar"}),
+        json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({})), spread(HOST, 1, json!({}))]}),
+    );
+    assert_eq!(
+        feasible(&four(), &two),
+        names(&["node4"]),
+        "adding a node constraint leaves only node4"
+    );
 
     let three = cluster(
-        vec![node("node1", &[(ZONE, "zoneA")]), node("node2", &[(ZONE, "zoneA")]), node("node3", &[(ZONE, "zoneB")])],
-        vec![("node1", foo()), ("node1", foo()), ("node2", foo()), ("node3", foo()), ("node3", foo())],
+        vec![
+            node("node1", &[(ZONE, "zoneA")]),
+            node("node2", &[(ZONE, "zoneA")]),
+            node("node3", &[(ZONE, "zoneB")]),
+        ],
+        vec![
+            ("node1", foo()),
+            ("node1", foo()),
+            ("node2", foo()),
+            ("node3", foo()),
+            ("node3", foo()),
+        ],
     );
     let results = evaluate(&three, &two, "default");
-    assert!(results.iter().all(|r| !r.feasible), "conflicting constraints leave no node");
-    assert_eq!(summary(&results), "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints.");
+    assert!(
+        results.iter().all(|r| !r.feasible),
+        "conflicting constraints leave no node"
+    );
+    assert_eq!(
+        summary(&results),
+        "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints."
+    );
 }
 
 #[test]
@@ -93,11 +153,22 @@ fn node_name_and_unschedulable() {
     cordoned.unschedulable = true;
     let c = cluster(vec![node("n1", &[]), cordoned, node("n3", &[])], vec![]);
     let cases = [
-        ("a pod asking for n3 fits only n3", pod(json!({}), json!({"nodeName": "n3"})), vec!["n3"]),
-        ("a cordoned node takes no pod", pod(json!({}), json!({})), vec!["n1", "n3"]),
+        (
+            "a pod asking for n3 fits only n3",
+            pod(json!({}), json!({"nodeName": "n3"})),
+            vec!["n3"],
+        ),
+        (
+            "a cordoned node takes no pod",
+            pod(json!({}), json!({})),
+            vec!["n1", "n3"],
+        ),
         (
             "unless the pod tolerates the unschedulable taint",
-            pod(json!({}), json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]})),
+            pod(
+                json!({}),
+                json!({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]}),
+            ),
             vec!["n1", "n2", "n3"],
         ),
     ];
@@ -119,18 +190,66 @@ fn node_affinity_and_selector() {
     let req = |terms: Value| json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}});
     let e = |k: &str, op: &str, v: &[&str]| json!({"key": k, "operator": op, "values": v});
     let cases = [
-        ("nodeSelector", json!({"nodeSelector": {"disk": "ssd"}}), vec!["n1"]),
-        ("In", req(json!([{"matchExpressions": [e("zone", "In", &["a", "b"])]}])), vec!["n1", "n2"]),
-        ("NotIn", req(json!([{"matchExpressions": [e("zone", "NotIn", &["a"])]}])), vec!["n2", "n3"]),
-        ("Exists", req(json!([{"matchExpressions": [{"key": "disk", "operator": "Exists"}]}])), vec!["n1"]),
-        ("DoesNotExist", req(json!([{"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}])), vec!["n2", "n3"]),
-        ("Gt", req(json!([{"matchExpressions": [e("cpu", "Gt", &["4"])]}])), vec!["n2", "n3"]),
-        ("Lt", req(json!([{"matchExpressions": [e("cpu", "Lt", &["16"])]}])), vec!["n1", "n3"]),
-        ("matchFields on metadata.name", req(json!([{"matchFields": [e("metadata.name", "In", &["n3"])]}])), vec!["n3"]),
-        ("terms are ORed", req(json!([{"matchExpressions": [e("zone", "In", &["a"])]}, {"matchExpressions": [e("zone", "In", &["c"])]}])), vec!["n1", "n3"]),
-        ("requirements are ANDed", req(json!([{"matchExpressions": [e("zone", "In", &["a", "b"]), e("cpu", "Gt", &["8"])]}])), vec!["n2"]),
+        (
+            "nodeSelector",
+            json!({"nodeSelector": {"disk": "ssd"}}),
+            vec!["n1"],
+        ),
+        (
+            "In",
+            req(json!([{"matchExpressions": [e("zone", "In", &["a", "b"])]}])),
+            vec!["n1", "n2"],
+        ),
+        (
+            "NotIn",
+            req(json!([{"matchExpressions": [e("zone", "NotIn", &["a"])]}])),
+            vec!["n2", "n3"],
+        ),
+        (
+            "Exists",
+            req(json!([{"matchExpressions": [{"key": "disk", "operator": "Exists"}]}])),
+            vec!["n1"],
+        ),
+        (
+            "DoesNotExist",
+            req(json!([{"matchExpressions": [{"key": "disk", "operator": "DoesNotExist"}]}])),
+            vec!["n2", "n3"],
+        ),
+        (
+            "Gt",
+            req(json!([{"matchExpressions": [e("cpu", "Gt", &["4"])]}])),
+            vec!["n2", "n3"],
+        ),
+        (
+            "Lt",
+            req(json!([{"matchExpressions": [e("cpu", "Lt", &["16"])]}])),
+            vec!["n1", "n3"],
+        ),
+        (
+            "matchFields on metadata.name",
+            req(json!([{"matchFields": [e("metadata.name", "In", &["n3"])]}])),
+            vec!["n3"],
+        ),
+        (
+            "terms are ORed",
+            req(
+                json!([{"matchExpressions": [e("zone", "In", &["a"])]}, {"matchExpressions": [e("zone", "In", &["c"])]}]),
+            ),
+            vec!["n1", "n3"],
+        ),
+        (
+            "requirements are ANDed",
+            req(
+                json!([{"matchExpressions": [e("zone", "In", &["a", "b"]), e("cpu", "Gt", &["8"])]}]),
+            ),
+            vec!["n2"],
+        ),
         ("an empty term matches nothing", req(json!([{}])), vec![]),
-        ("selector and affinity both apply", json!({"nodeSelector": {"zone": "b"}, "affinity": req(json!([{"matchExpressions": [e("cpu", "Lt", &["10"])]}]))["affinity"]}), vec![]),
+        (
+            "selector and affinity both apply",
+            json!({"nodeSelector": {"zone": "b"}, "affinity": req(json!([{"matchExpressions": [e("cpu", "Lt", &["10"])]}]))["affinity"]}),
+            vec![],
+        ),
     ];
     for (name, spec, want) in cases {
         assert_eq!(feasible(&c, &pod(json!({}), spec)), names(&want), "{name}");
@@ -149,20 +268,40 @@ fn taints_and_tolerations() {
         vec![],
     );
     let none = pod(json!({}), json!({}));
-    assert_eq!(feasible(&c, &none), names(&["soft", "plain"]), "PreferNoSchedule never blocks");
+    assert_eq!(
+        feasible(&c, &none),
+        names(&["soft", "plain"]),
+        "PreferNoSchedule never blocks"
+    );
     let results = evaluate(&c, &none, "default");
-    assert_eq!(results[0].reasons[0].message, "node(s) had untolerated taint {dedicated: gpu}");
+    assert_eq!(
+        results[0].reasons[0].message,
+        "node(s) had untolerated taint {dedicated: gpu}"
+    );
     assert_eq!(
         summary(&results),
         "2/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) had untolerated taint {maintenance: }."
     );
-    let tolerant = pod(json!({}), json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}, {"operator": "Exists", "effect": "NoExecute"}]}));
-    assert_eq!(feasible(&c, &tolerant), names(&["gpu", "evict", "soft", "plain"]));
+    let tolerant = pod(
+        json!({}),
+        json!({"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}, {"operator": "Exists", "effect": "NoExecute"}]}),
+    );
+    assert_eq!(
+        feasible(&c, &tolerant),
+        names(&["gpu", "evict", "soft", "plain"])
+    );
 }
 
 #[test]
 fn inter_pod_affinity_and_anti_affinity() {
-    let nodes = || vec![node("n1", &[(ZONE, "a")]), node("n2", &[(ZONE, "a")]), node("n3", &[(ZONE, "b")]), node("n4", &[])];
+    let nodes = || {
+        vec![
+            node("n1", &[(ZONE, "a")]),
+            node("n2", &[(ZONE, "a")]),
+            node("n3", &[(ZONE, "b")]),
+            node("n4", &[]),
+        ]
+    };
     let term = |sel: Value, extra: Value| {
         let mut t = json!({"labelSelector": {"matchLabels": sel}, "topologyKey": ZONE});
         if let (Some(t), Value::Object(e)) = (t.as_object_mut(), extra) {
@@ -175,18 +314,72 @@ fn inter_pod_affinity_and_anti_affinity() {
     let db_on_n1 = || cluster(nodes(), vec![("n1", bound("default", &[("app", "db")]))]);
     let db_elsewhere = || cluster(nodes(), vec![("n1", bound("other", &[("app", "db")]))]);
     let cases: Vec<(&str, Cluster, PodTemplate, Vec<&str>)> = vec![
-        ("affinity to db: only db's zone", db_on_n1(), pod(json!({"app": "web"}), affinity(term(json!({"app": "db"}), json!({})))), vec!["n1", "n2"]),
-        ("affinity only counts pods in the term's namespaces", db_elsewhere(), pod(json!({"app": "web"}), affinity(term(json!({"app": "db"}), json!({})))), vec![]),
-        ("a namespaces list reaches other namespaces", db_elsewhere(), pod(json!({"app": "web"}), affinity(term(json!({"app": "db"}), json!({"namespaces": ["other"]})))), vec!["n1", "n2"]),
-        ("a namespaceSelector selects namespaces by label", db_elsewhere(), pod(json!({"app": "web"}), affinity(term(json!({"app": "db"}), json!({"namespaceSelector": {"matchLabels": {"team": "b"}}})))), vec!["n1", "n2"]),
-        ("an empty namespaceSelector spans all namespaces", db_elsewhere(), pod(json!({"app": "web"}), affinity(term(json!({"app": "db"}), json!({"namespaceSelector": {}})))), vec!["n1", "n2"]),
+        (
+            "affinity to db: only db's zone",
+            db_on_n1(),
+            pod(
+                json!({"app": "web"}),
+                affinity(term(json!({"app": "db"}), json!({}))),
+            ),
+            vec!["n1", "n2"],
+        ),
+        (
+            "affinity only counts pods in the term's namespaces",
+            db_elsewhere(),
+            pod(
+                json!({"app": "web"}),
+                affinity(term(json!({"app": "db"}), json!({}))),
+            ),
+            vec![],
+        ),
+        (
+            "a namespaces list reaches other namespaces",
+            db_elsewhere(),
+            pod(
+                json!({"app": "web"}),
+                affinity(term(json!({"app": "db"}), json!({"namespaces": ["other"]}))),
+            ),
+            vec!["n1", "n2"],
+        ),
+        (
+            "a namespaceSelector selects namespaces by label",
+            db_elsewhere(),
+            pod(
+                json!({"app": "web"}),
+                affinity(term(
+                    json!({"app": "db"}),
+                    json!({"namespaceSelector": {"matchLabels": {"team": "b"}}}),
+                )),
+            ),
+            vec!["n1", "n2"],
+        ),
+        (
+            "an empty namespaceSelector spans all namespaces",
+            db_elsewhere(),
+            pod(
+                json!({"app": "web"}),
+                affinity(term(json!({"app": "db"}), json!({"namespaceSelector": {}}))),
+            ),
+            vec!["n1", "n2"],
+        ),
         (
             "the first pod of a self-selecting group may go anywhere the key exists",
             cluster(nodes(), vec![]),
-            pod(json!({"app": "web"}), affinity(term(json!({"app": "web"}), json!({})))),
+            pod(
+                json!({"app": "web"}),
+                affinity(term(json!({"app": "web"}), json!({}))),
+            ),
             vec!["n1", "n2", "n3"],
         ),
-        ("anti-affinity to db: not db's zone", db_on_n1(), pod(json!({"app": "web"}), anti(term(json!({"app": "db"}), json!({})))), vec!["n3", "n4"]),
+        (
+            "anti-affinity to db: not db's zone",
+            db_on_n1(),
+            pod(
+                json!({"app": "web"}),
+                anti(term(json!({"app": "db"}), json!({}))),
+            ),
+            vec!["n3", "n4"],
+        ),
     ];
     for (name, c, p, want) in cases {
         assert_eq!(feasible(&c, &p), names(&want), "{name}");
@@ -194,19 +387,41 @@ fn inter_pod_affinity_and_anti_affinity() {
 
     // Symmetry: an existing pod's anti-affinity keeps matching pods out of its zone.
     let mut guard = bound("other", &[("app", "guard")]);
-    guard.anti_affinity = vec![serde_json::from_value(term(json!({"app": "web"}), json!({"namespaceSelector": {}}))).unwrap()];
+    guard.anti_affinity = vec![serde_json::from_value(term(
+        json!({"app": "web"}),
+        json!({"namespaceSelector": {}}),
+    ))
+    .unwrap()];
     let c = cluster(nodes(), vec![("n3", guard)]);
     let web = pod(json!({"app": "web"}), json!({}));
     assert_eq!(feasible(&c, &web), names(&["n1", "n2", "n4"]));
     let results = evaluate(&c, &web, "default");
-    assert_eq!(results[2].reasons, vec![Reason { plugin: INTER_POD_AFFINITY, message: REASON_EXISTING_ANTI_AFFINITY.into() }]);
+    assert_eq!(
+        results[2].reasons,
+        vec![Reason {
+            plugin: INTER_POD_AFFINITY,
+            message: REASON_EXISTING_ANTI_AFFINITY.into()
+        }]
+    );
     // ... but only for pods its term selects.
-    assert_eq!(feasible(&c, &pod(json!({"app": "api"}), json!({}))).len(), 4);
+    assert_eq!(
+        feasible(&c, &pod(json!({"app": "api"}), json!({}))).len(),
+        4
+    );
     // Terminating pods no longer count.
     let mut leaving = bound("default", &[("app", "db")]);
     leaving.terminating = true;
     let c = cluster(nodes(), vec![("n1", leaving)]);
-    assert_eq!(feasible(&c, &pod(json!({"app": "web"}), anti(term(json!({"app": "db"}), json!({}))))), names(&["n1", "n2", "n3", "n4"]));
+    assert_eq!(
+        feasible(
+            &c,
+            &pod(
+                json!({"app": "web"}),
+                anti(term(json!({"app": "db"}), json!({})))
+            )
+        ),
+        names(&["n1", "n2", "n3", "n4"])
+    );
 }
 
 #[test]
@@ -220,13 +435,37 @@ fn topology_spread_details() {
             node("nozone", &[("pool", "x")]),
         ]
     };
-    let c = cluster(nodes(), vec![("a1", foo("default")), ("a2", foo("default")), ("b1", foo("other")), ("nozone", foo("default"))]);
+    let c = cluster(
+        nodes(),
+        vec![
+            ("a1", foo("default")),
+            ("a2", foo("default")),
+            ("b1", foo("other")),
+            ("nozone", foo("default")),
+        ],
+    );
     let me = json!({"foo": "bar"});
     let cases: Vec<(&str, Value, Vec<&str>)> = vec![
-        ("pods of other namespaces are not counted; nodes without the key are not eligible", json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({}))]}), vec!["b1"]),
-        ("ScheduleAnyway never blocks", json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({"whenUnsatisfiable": "ScheduleAnyway"}))]}), vec!["a1", "a2", "b1", "nozone"]),
-        ("a larger maxSkew admits more", json!({"topologySpreadConstraints": [spread(ZONE, 3, json!({}))]}), vec!["a1", "a2", "b1"]),
-        ("minDomains above the domain count makes the global minimum 0", json!({"topologySpreadConstraints": [spread(ZONE, 2, json!({"minDomains": 3}))]}), vec!["b1"]),
+        (
+            "pods of other namespaces are not counted; nodes without the key are not eligible",
+            json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({}))]}),
+            vec!["b1"],
+        ),
+        (
+            "ScheduleAnyway never blocks",
+            json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({"whenUnsatisfiable": "ScheduleAnyway"}))]}),
+            vec!["a1", "a2", "b1", "nozone"],
+        ),
+        (
+            "a larger maxSkew admits more",
+            json!({"topologySpreadConstraints": [spread(ZONE, 3, json!({}))]}),
+            vec!["a1", "a2", "b1"],
+        ),
+        (
+            "minDomains above the domain count makes the global minimum 0",
+            json!({"topologySpreadConstraints": [spread(ZONE, 2, json!({"minDomains": 3}))]}),
+            vec!["b1"],
+        ),
         (
             "nodeAffinityPolicy Honor (default): only nodes the pod may use count as domains",
             json!({"nodeSelector": {"pool": "x"}, "topologySpreadConstraints": [spread(ZONE, 1, json!({}))]}),
@@ -250,16 +489,33 @@ fn topology_spread_details() {
         }
         assert_eq!(feasible(&c, &pod(labels, spec)), names(&want), "{name}");
     }
-    let results = evaluate(&c, &pod(me.clone(), json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({}))]})), "default");
+    let results = evaluate(
+        &c,
+        &pod(
+            me.clone(),
+            json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({}))]}),
+        ),
+        "default",
+    );
     assert_eq!(results[3].reasons[0].message, REASON_SPREAD_MISSING_LABEL);
 
     // nodeTaintsPolicy Honor: a tainted zone is not a domain, so it cannot hold the minimum down.
     let c = cluster(
-        vec![node("a1", &[(ZONE, "a")]), tainted(node("b1", &[(ZONE, "b")]), "t", "v", "NoSchedule"), node("c1", &[(ZONE, "c")])],
+        vec![
+            node("a1", &[(ZONE, "a")]),
+            tainted(node("b1", &[(ZONE, "b")]), "t", "v", "NoSchedule"),
+            node("c1", &[(ZONE, "c")]),
+        ],
         vec![("a1", foo("default")), ("c1", foo("default"))],
     );
-    let ignore = pod(me.clone(), json!({"tolerations": [{"key": "t", "operator": "Exists"}], "topologySpreadConstraints": [spread(ZONE, 1, json!({}))]}));
+    let ignore = pod(
+        me.clone(),
+        json!({"tolerations": [{"key": "t", "operator": "Exists"}], "topologySpreadConstraints": [spread(ZONE, 1, json!({}))]}),
+    );
     assert_eq!(feasible(&c, &ignore), names(&["b1"]));
-    let honor = pod(me, json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({"nodeTaintsPolicy": "Honor"}))]}));
+    let honor = pod(
+        me,
+        json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({"nodeTaintsPolicy": "Honor"}))]}),
+    );
     assert_eq!(feasible(&c, &honor), names(&["a1", "c1"]));
 }
