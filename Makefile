@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test lint unit build
+.PHONY: run test lint unit build bench bench-micro
 
 ## Start the admission server with the built-in rules and a generated dev certificate.
 run:
@@ -19,3 +19,12 @@ unit:
 
 build:
 	$(CARGO) build --release --locked
+
+## Admission load benchmark against a no-op baseline (not part of the tests). Installs oha.
+bench:
+	command -v oha >/dev/null 2>&1 || $(CARGO) install oha --locked
+	python3 bench/load.py
+
+## criterion micro-benchmarks: per-rule review cost, check over the corpus, placement core.
+bench-micro:
+	$(CARGO) bench

@@ -259,3 +259,36 @@ async fn sigterm_finishes_in_flight_requests_then_exits() {
         "{log}"
     );
 }
+
+#[actix_rt::test]
+async fn json_logs_have_one_line_per_decision() {
+    let s = start(&["--log-format", "json"]);
+    let c = client(&s.ca);
+    c.post(format!("{}/validate", s.base))
+        .send_body(fixture("pod-create-denied.validate.json"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = s.stderr();
+        let decisions: Vec<Value> = log
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}"))
+            })
+            .filter(|v| v["fields"]["message"] == "admission decision")
+            .collect();
+        if let Some(d) = decisions.first() {
+            let f = &d["fields"];
+            assert_eq!(f["uid"], "026b30ea-b7e4-48f4-b596-4026f9f35eac");
+            assert_eq!(f["namespace"], "demo");
+            assert_eq!(f["operation"], "CREATE");
+            assert_eq!(f["allowed"], false);
+            assert!(f["rules"].as_str().unwrap().contains("hard-anti-affinity"));
+            assert!(f["micros"].as_u64().is_some());
+            break;
+        }
+        assert!(Instant::now() < deadline, "no decision line in {log}");
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    }
+}

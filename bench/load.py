@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Admission load benchmark (`make bench`): the release server against a no-op baseline built
+from the same stack, driven over HTTPS with keep-alive by oha, on recorded ~7 KB AdmissionReviews.
+
+Closed loop at 1, 16 and 64 connections (throughput), a fixed offered rate with latency
+correction (percentiles without coordinated omission), and the server's RSS sampled throughout.
+Every figure is printed with its ratio to the baseline measured in the same run.
+Environment: BENCH_SECONDS (closed-loop run length, default 10), BENCH_RATE (default 2000),
+BENCH_SOAK (seconds of the fixed-rate run on /validate used for the memory figure, default 30;
+300 for the 5-minute check).
+"""
+import json, os, shutil, subprocess, sys, tempfile, time, threading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIX = os.path.join(ROOT, "testdata", "admission-reviews")
+SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))
+RATE = int(os.environ.get("BENCH_RATE", "2000"))
+SOAK = int(os.environ.get("BENCH_SOAK", "30"))
+WORKERS = "2"
+
+CASES = [
+    ("validate: gated pod UPDATE tightening nodeSelector", "/validate", "pod-update-add-nodeselector-gated.validate.json"),
+    ("validate: Deployment CREATE with zone anti-affinity", "/validate", "deployment-create-zone-anti-affinity.validate.json"),
+    ("mutate: pod CREATE getting spread defaults", "/mutate", "pod-create-jsonpatch-spread.mutate.json"),
+]
+
+
+def oha():
+    path = shutil.which("oha") or os.path.expanduser("~/.cargo/bin/oha")
+    if not os.path.exists(path):
+        sys.exit("oha not found: `cargo install oha --locked` (make bench does this)")
+    return path
+
+
+def start(cmd, tmp, name):
+    log = open(os.path.join(tmp, name + ".log"), "w")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if line.startswith("listening on "):
+            return p, line.split()[-1].strip()
+        if p.poll() is not None:
+            break
+    sys.exit(f"{name} did not start; see {log.name}")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Sampler(threading.Thread):
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.samples, self.stop = pid, [], False
+
+    def run(self):
+        while not self.stop:
+            try:
+                self.samples.append((time.time(), rss_kib(self.pid)))
+            except OSError:
+                return
+            time.sleep(0.5)
+
+
+def run_oha(url, body, conns, seconds, rate=None):
+    cmd = [oha(), "--no-tui", "--output-format", "json", "--insecure", "-z", f"{seconds}s", "-c", str(conns),
+           "-m", "POST", "-H", "content-type: application/json", "-D", body]
+    if rate:
+        cmd += ["-q", str(rate), "--latency-correction"]
+    out = subprocess.run(cmd + [url], capture_output=True, text=True, check=True).stdout
+    j = json.loads(out)
+    s = j["summary"]
+    pct = j.get("latencyPercentiles", {})
+    codes = j.get("statusCodeDistribution", {})
+    return {"rps": s["requestsPerSec"], "p50": pct.get("p50", 0) * 1000, "p99": pct.get("p99", 0) * 1000,
+            "ok": s.get("successRate", 0), "codes": codes}
+
+
+def main():
+    subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "placement-guard", "--example", "noop_server"],
+                   cwd=ROOT, check=True)
+    tmp = tempfile.mkdtemp(prefix="pg-bench-")
+    rel = os.path.join(ROOT, "target", "release")
+    server, s_url = start([os.path.join(rel, "placement-guard"), "serve", "--addr", "127.0.0.1:0", "--workers", WORKERS,
+                           "--dev-cert-dir", os.path.join(tmp, "pg")], tmp, "server")
+    base, b_url = start([os.path.join(rel, "examples", "noop_server"), "127.0.0.1:0", WORKERS, os.path.join(tmp, "noop")],
+                        tmp, "baseline")
+    sampler = Sampler(server.pid)
+    sampler.start()
+    try:
+        print(f"machine: {os.cpu_count()} cores; {WORKERS} workers each; oha closed loop {SECONDS}s, fixed rate {RATE}/s")
+        print("\n## closed loop: requests/s (ratio to the no-op baseline)")
+        for conns in (1, 16, 64):
+            for name, path, fixture in CASES:
+                body = os.path.join(FIX, fixture)
+                b = run_oha(b_url + path, body, conns, SECONDS)
+                r = run_oha(s_url + path, body, conns, SECONDS)
+                bad = {k: v for k, v in r["codes"].items() if k != "200"}
+                print(f"c={conns:<3} {name:<52} {r['rps']:>9.0f}  baseline {b['rps']:>9.0f}  ratio {r['rps'] / b['rps']:.2f}"
+                      + (f"  non-200: {bad}" if bad else ""))
+        print(f"\n## fixed rate {RATE}/s, 64 connections, latency corrected: p50 / p99 in ms")
+        for name, path, fixture in CASES:
+            body = os.path.join(FIX, fixture)
+            b = run_oha(b_url + path, body, 64, SECONDS, RATE)
+            r = run_oha(s_url + path, body, 64, SECONDS, RATE)
+            print(f"{name:<52} p50 {r['p50']:.3f} (baseline {b['p50']:.3f}, ratio {r['p50'] / max(b['p50'], 1e-9):.2f})"
+                  f"  p99 {r['p99']:.3f} (baseline {b['p99']:.3f})")
+        print(f"\n## memory: {SOAK}s at {RATE}/s on /validate")
+        start_rss = rss_kib(server.pid)
+        run_oha(s_url + CASES[0][1], os.path.join(FIX, CASES[0][2]), 64, SOAK, RATE)
+        end_rss = rss_kib(server.pid)
+        peak = max(kib for _, kib in sampler.samples)
+        print(f"server RSS: start of soak {start_rss / 1024:.1f} MiB, end {end_rss / 1024:.1f} MiB, peak over the whole run {peak / 1024:.1f} MiB")
+    finally:
+        sampler.stop = True
+        for p in (server, base):
+            p.terminate()
+            p.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

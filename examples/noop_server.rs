@@ -1,0 +1,48 @@
+//! Baseline for the load benchmark (not a route of the production server): the same stack
+//! (actix-web + openssl, same TLS settings, worker count and body limit) that reads the body,
+//! parses nothing, and answers a fixed allow.
+//!
+//! cargo run --release --example noop_server -- 127.0.0.1:18444 2 /tmp/noop-cert
+
+use actix_web::{web, App, HttpResponse, HttpServer};
+
+const ALLOW: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"","allowed":true}}"#;
+
+async fn allow(body: web::Bytes) -> HttpResponse {
+    std::hint::black_box(body.len());
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(ALLOW)
+}
+
+fn main() -> std::io::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let addr = args
+        .get(1)
+        .cloned()
+        .unwrap_or_else(|| "127.0.0.1:18444".into());
+    let workers: usize = args.get(2).and_then(|w| w.parse().ok()).unwrap_or(2);
+    let dir = std::path::PathBuf::from(
+        args.get(3)
+            .cloned()
+            .unwrap_or_else(|| "/tmp/placement-guard-noop".into()),
+    );
+    let pair = placement_guard::tls::generate_dev_cert(&dir).map_err(std::io::Error::other)?;
+    let acceptor = placement_guard::tls::acceptor(&pair).map_err(std::io::Error::other)?;
+    actix_web::rt::System::new().block_on(async move {
+        let server = HttpServer::new(|| {
+            App::new()
+                .app_data(web::PayloadConfig::new(
+                    placement_guard::server::MAX_BODY_BYTES,
+                ))
+                .route("/validate", web::post().to(allow))
+                .route("/mutate", web::post().to(allow))
+        })
+        .workers(workers)
+        .bind_openssl(&addr, acceptor)?;
+        for a in server.addrs() {
+            println!("listening on https://{a}");
+        }
+        server.run().await
+    })
+}
