@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, PodSchedulingGate, Toleration, TopologySpreadConstraint,
+    Affinity, PodAffinityTerm, PodSchedulingGate, Toleration, TopologySpreadConstraint,
 };
 use serde::Deserialize;
 
@@ -92,6 +92,30 @@ impl PodSpec {
 
     pub fn spread_constraints(&self) -> &[TopologySpreadConstraint] {
         self.topology_spread_constraints.as_deref().unwrap_or(&[])
+    }
+
+    /// Required pod affinity terms.
+    pub fn required_pod_affinity(&self) -> &[PodAffinityTerm] {
+        self.affinity
+            .as_ref()
+            .and_then(|a| a.pod_affinity.as_ref())
+            .and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .unwrap_or(&[])
+    }
+
+    /// Required pod anti-affinity terms.
+    pub fn required_pod_anti_affinity(&self) -> &[PodAffinityTerm] {
+        self.affinity
+            .as_ref()
+            .and_then(|a| a.pod_anti_affinity.as_ref())
+            .and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_deref()
+            })
+            .unwrap_or(&[])
     }
 
     pub fn is_gated(&self) -> bool {

@@ -183,34 +183,23 @@ pub fn junit(r: &Report) -> String {
             .iter()
             .filter(|d| d.file == file && d.object == object)
             .collect();
-        let errors: Vec<String> = ds
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .map(|d| {
-                format!(
-                    "{}:{}:{}: [{}] {}",
-                    d.file,
-                    d.line,
-                    d.column,
-                    d.rule,
-                    headline(d)
-                )
-            })
-            .collect();
-        let warnings: Vec<String> = ds
-            .iter()
-            .filter(|d| d.severity == Severity::Warning)
-            .map(|d| {
-                format!(
-                    "{}:{}:{}: warning[{}] {}",
-                    d.file,
-                    d.line,
-                    d.column,
-                    d.rule,
-                    headline(d)
-                )
-            })
-            .collect();
+        let lines = |sev: Severity, label: &str| -> Vec<String> {
+            ds.iter()
+                .filter(|d| d.severity == sev)
+                .map(|d| {
+                    format!(
+                        "{}:{}:{}: {label}[{}] {}",
+                        d.file,
+                        d.line,
+                        d.column,
+                        d.rule,
+                        headline(d)
+                    )
+                })
+                .collect()
+        };
+        let errors = lines(Severity::Error, "");
+        let warnings = lines(Severity::Warning, "warning");
         let name = if object.is_empty() {
             file.clone()
         } else {

@@ -301,27 +301,14 @@ impl<'a> PodState<'a> {
         }
 
         // InterPodAffinity.
-        let aff = pod.spec.affinity.as_ref();
-        let affinity: Vec<AffinityTerm> = aff
-            .and_then(|a| a.pod_affinity.as_ref())
-            .and_then(|p| {
-                p.required_during_scheduling_ignored_during_execution
-                    .as_deref()
-            })
-            .unwrap_or(&[])
-            .iter()
-            .map(|t| AffinityTerm::new(t, namespace, labels))
-            .collect();
-        let anti_affinity: Vec<AffinityTerm> = aff
-            .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|p| {
-                p.required_during_scheduling_ignored_during_execution
-                    .as_deref()
-            })
-            .unwrap_or(&[])
-            .iter()
-            .map(|t| AffinityTerm::new(t, namespace, labels))
-            .collect();
+        let resolve = |terms: &[PodAffinityTerm]| -> Vec<AffinityTerm> {
+            terms
+                .iter()
+                .map(|t| AffinityTerm::new(t, namespace, labels))
+                .collect()
+        };
+        let affinity = resolve(pod.spec.required_pod_affinity());
+        let anti_affinity = resolve(pod.spec.required_pod_anti_affinity());
         let mut affinity_counts = HashMap::new();
         let mut anti_counts = HashMap::new();
         let mut existing_anti = HashMap::new();

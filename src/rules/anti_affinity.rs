@@ -64,18 +64,6 @@ fn namespaces_phrase(term: &PodAffinityTerm, own_namespace: &str) -> String {
     }
 }
 
-fn required_terms(t: &PodTemplate) -> &[PodAffinityTerm] {
-    t.spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|p| {
-            p.required_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or(&[])
-}
-
 /// Flags every wide required anti-affinity term of `object`. On UPDATE, terms the old object
 /// already had are not flagged again (ratcheting), so existing workloads can still be scaled,
 /// labelled or ungated.
@@ -85,7 +73,9 @@ pub fn check(
     namespace: &str,
     cfg: &HardAntiAffinity,
 ) -> Vec<Flagged> {
-    let old_terms = old.map(required_terms).unwrap_or(&[]);
+    let old_terms = old
+        .map(|o| o.spec.required_pod_anti_affinity())
+        .unwrap_or(&[]);
     let base = object
         .spec_path()
         .child("affinity")
@@ -93,7 +83,7 @@ pub fn check(
         .child("requiredDuringSchedulingIgnoredDuringExecution");
     let allowed = cfg.allowed_topology_keys.join(", ");
     let mut out = Vec::new();
-    for (i, term) in required_terms(object).iter().enumerate() {
+    for (i, term) in object.spec.required_pod_anti_affinity().iter().enumerate() {
         if cfg
             .allowed_topology_keys
             .iter()
