@@ -15,7 +15,16 @@ const PURE: [&str; 13] = [
     "src/explain.rs",
     "src/check",
 ];
-const FORBIDDEN: [&str; 8] = ["actix", "tokio", "openssl", "clap", "tracing_subscriber", "awc", "std::fs", "std::net"];
+const FORBIDDEN: [&str; 8] = [
+    "actix",
+    "tokio",
+    "openssl",
+    "clap",
+    "tracing_subscriber",
+    "awc",
+    "std::fs",
+    "std::net",
+];
 
 fn rust_files(path: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     if path.is_dir() {
@@ -42,10 +51,19 @@ fn pure_layers_stay_pure() {
         if f.components().any(|c| c.as_os_str() == "tests.rs") || f.ends_with("tests.rs") {
             continue;
         }
-        for line in code.lines().map(str::trim).filter(|l| l.starts_with("use ") || l.contains("::")) {
+        for line in code
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("use ") || l.contains("::"))
+        {
             for bad in FORBIDDEN {
-                let hit = line.starts_with(&format!("use {bad}")) || line.contains(&format!("{bad}::"));
-                assert!(!hit, "{}: `{line}` reaches {bad} from a pure layer", f.display());
+                let hit =
+                    line.starts_with(&format!("use {bad}")) || line.contains(&format!("{bad}::"));
+                assert!(
+                    !hit,
+                    "{}: `{line}` reaches {bad} from a pure layer",
+                    f.display()
+                );
             }
         }
     }
