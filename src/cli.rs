@@ -188,7 +188,7 @@ pub fn run() -> ExitCode {
             reload_interval,
             shutdown_timeout,
         } => {
-            init_logging(log_format);
+            let _log_guard = init_logging(log_format);
             let rules = match load_rules(rules_path.as_ref()) {
                 Ok(r) => r,
                 Err(e) => return fail(e),
@@ -451,14 +451,22 @@ fn read_input(file: &str) -> Result<Vec<u8>, String> {
     }
 }
 
-fn init_logging(format: LogFormat) {
+/// Logs go to stderr through a writer thread, so an admission worker never waits on the write;
+/// nothing is dropped (the writer blocks only if it falls far behind). Colors only on a terminal.
+fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .finish(std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(writer);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+    guard
 }
