@@ -15,6 +15,7 @@ pub const IGNORE_REASON_ANNOTATION: &str = "placement-guard.io/ignore-reason";
 /// Findings about input that could not be read as YAML or as an object.
 pub const RULE_YAML: &str = "yaml-syntax";
 pub const RULE_INVALID: &str = "invalid-object";
+pub const RULE_WORKLOADSPREAD: &str = "workloadspread";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -60,7 +61,7 @@ pub struct Suppressed {
 }
 
 /// The outcome of a whole run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
     pub files: usize,
     /// Objects a rule looked at (Pods and workloads with a pod template).
@@ -72,6 +73,121 @@ pub struct Report {
     /// Every checked object as (file, object), clean ones included (JUnit lists them all).
     #[serde(skip)]
     pub checked: Vec<(String, String)>,
+    /// WorkloadSpreads, judged by [`finish`] once every file is read (their targets may be in
+    /// other files).
+    #[serde(skip)]
+    spreads: Vec<(String, Object)>,
+    #[serde(skip)]
+    workloads: Vec<Workload>,
+}
+
+/// A workload a WorkloadSpread may target: (group, kind, namespace, name), pod spec, replicas.
+#[derive(Clone, Debug, PartialEq)]
+struct Workload {
+    id: (String, String, String, String),
+    spec: crate::model::PodSpec,
+    replicas: Option<i64>,
+}
+
+fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(g, _)| g)
+}
+
+fn workload_id(v: &Value) -> (String, String, String, String) {
+    let s = |x: &Value| x.as_str().unwrap_or("").to_string();
+    (
+        group_of(v["apiVersion"].as_str().unwrap_or("")).to_string(),
+        s(&v["kind"]),
+        s(&v["metadata"]["namespace"]),
+        s(&v["metadata"]["name"]),
+    )
+}
+
+/// Judges the WorkloadSpreads collected by [`check_text`]: validation, duplicates, and the
+/// cross-checks against targets found anywhere in the input.
+pub fn finish(report: &mut Report) {
+    use crate::workloadspread::{self as ws, Level, Target};
+    let spreads = std::mem::take(&mut report.spreads);
+    let mut claimed: Vec<((String, String, String, String), String)> = Vec::new();
+    for (file, obj) in &spreads {
+        let v = &obj.value;
+        let ns = v["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let object = format!(
+            "WorkloadSpread {}",
+            if ns.is_empty() {
+                name_of(v)
+            } else {
+                format!("{ns}/{}", name_of(v))
+            }
+        );
+        let (ignored, reason) = ignored_rules(v);
+        let mut problems = ws::validate(v);
+        if let Some((g, k, n)) = ws::target(v) {
+            let id = (g, k, ns.clone(), n);
+            if let Some((_, first)) = claimed.iter().find(|(t, _)| *t == id) {
+                problems.push(ws::Problem {
+                    level: Level::Error,
+                    error: crate::fieldpath::FieldError::duplicate(
+                        FieldPath::new("spec.targetRef"),
+                        serde_json::json!(format!("{}.{} {}", id.1, id.0, id.3)),
+                    ),
+                });
+                if let Some(p) = problems.last_mut() {
+                    p.error.detail = format!("{first} already targets this workload");
+                }
+            } else {
+                claimed.push((id.clone(), object.clone()));
+            }
+            if let Some(w) = report.workloads.iter().find(|w| w.id == id) {
+                problems.extend(ws::cross_check(
+                    v,
+                    &Target {
+                        spec: &w.spec,
+                        replicas: w.replicas,
+                    },
+                ));
+            }
+        }
+        for p in problems {
+            let pos = obj.position(&p.error.path);
+            let d = Diagnostic {
+                file: file.clone(),
+                line: pos.line,
+                column: pos.column,
+                rule: RULE_WORKLOADSPREAD.to_string(),
+                severity: if p.level == Level::Error {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                object: object.clone(),
+                path: p.error.path.to_string(),
+                message: p.error.body(),
+                hint: None,
+            };
+            if ignored.iter().any(|r| r == RULE_WORKLOADSPREAD) {
+                report.suppressed.push(Suppressed {
+                    file: d.file,
+                    line: d.line,
+                    object: d.object,
+                    rule: d.rule,
+                    reason: reason.clone(),
+                });
+            } else {
+                report.diagnostics.push(d);
+            }
+        }
+    }
+}
+
+fn name_of(v: &Value) -> String {
+    v["metadata"]["name"]
+        .as_str()
+        .unwrap_or("<unnamed>")
+        .to_string()
 }
 
 impl Report {
@@ -190,6 +306,33 @@ fn check_object(file: &str, obj: &Object, rules: &RuleSet, report: &mut Report) 
         (Some(api), Some(kind)) => Kind::from_api_version(api, kind),
         _ => None,
     };
+    let (api, kind_name) = (
+        v["apiVersion"].as_str().unwrap_or(""),
+        v["kind"].as_str().unwrap_or(""),
+    );
+    if group_of(api) == crate::workloadspread::GROUP {
+        match kind_name {
+            "WorkloadSpread" => {
+                report.objects += 1;
+                report
+                    .checked
+                    .push((file.to_string(), format!("WorkloadSpread {}", name_of(v))));
+                report.spreads.push((file.to_string(), obj.clone()));
+                return;
+            }
+            // Kruise workloads keep their template where apps/v1 ones do.
+            "CloneSet" | "StatefulSet" => {
+                if let Ok(spec) = serde_json::from_value(v["spec"]["template"]["spec"].clone()) {
+                    report.workloads.push(Workload {
+                        id: workload_id(v),
+                        spec,
+                        replicas: v["spec"]["replicas"].as_i64(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
     let Some(kind) = kind else {
         report.skipped += 1;
         return;
@@ -223,6 +366,13 @@ fn check_object(file: &str, obj: &Object, rules: &RuleSet, report: &mut Report) 
             return;
         }
     };
+    if kind != Kind::Pod {
+        report.workloads.push(Workload {
+            id: workload_id(v),
+            spec: template.spec.clone(),
+            replicas: v["spec"]["replicas"].as_i64(),
+        });
+    }
     let (ignored, reason) = ignored_rules(v);
     let namespace = template.meta.namespace.clone().unwrap_or_default();
     let input = Input {

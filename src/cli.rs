@@ -327,6 +327,7 @@ fn run_check(
             Err(e) => report.unreadable(&i.name, e.clone()),
         }
     }
+    check::finish(&mut report);
     report.sort();
     let use_color = match color {
         Color::Always => true,

@@ -16,6 +16,7 @@ pub mod rules;
 pub mod testsuite;
 pub mod validation;
 pub mod workload;
+pub mod workloadspread;
 
 pub mod cli;
 pub mod inputs;

@@ -123,6 +123,7 @@ fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
 fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
     let mut report = Report::default();
     check::check_text(name, text, rules, &mut report);
+    check::finish(&mut report);
     report.sort();
     let findings: Vec<Value> = report
         .diagnostics

@@ -274,7 +274,7 @@ fn test_command_passes_on_the_project_suites() {
         None,
     );
     assert_eq!(r.code, 0, "{}", r.stdout);
-    assert!(r.stdout.ends_with("25 passed, 0 failed\n"), "{}", r.stdout);
+    assert!(r.stdout.ends_with("27 passed, 0 failed\n"), "{}", r.stdout);
 }
 
 #[test]
@@ -369,5 +369,37 @@ fn explain_prints_the_schedulers_verdict() {
         r.stderr.contains("unsupported kind \"Deployment\""),
         "{}",
         r.stderr
+    );
+}
+
+#[test]
+fn check_workloadspreads_against_their_targets() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/workloadspread/spread.yaml"
+    );
+    let r = run(&["check", "-o", "json", file], None);
+    assert_eq!(r.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let found: Vec<(u64, &str, &str)> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["rule"] == "workloadspread")
+        .map(|d| {
+            (
+                d["line"].as_u64().unwrap(),
+                d["severity"].as_str().unwrap(),
+                d["path"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (28, "warning", "spec.subsets"),
+            (30, "error", "spec.subsets[0].requiredNodeSelector"),
+            (49, "error", "spec.targetRef"),
+        ]
     );
 }

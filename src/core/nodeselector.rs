@@ -191,6 +191,11 @@ impl Term {
         })
     }
 
+    /// Whether some node could satisfy every requirement.
+    pub fn satisfiable(&self) -> bool {
+        !Facts::of(self).unsatisfiable()
+    }
+
     pub fn implies_any(&self, others: &[Term]) -> bool {
         others.iter().any(|o| self.implies(o))
     }

@@ -1,0 +1,213 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+fn ws(version: &str, subsets: Value, extra: Value) -> Value {
+    let mut v = json!({
+        "apiVersion": format!("apps.kruise.io/{version}"),
+        "kind": "WorkloadSpread",
+        "metadata": {"name": "s"},
+        "spec": {"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs"}, "subsets": subsets}
+    });
+    if let Value::Object(e) = extra {
+        for (k, x) in e {
+            v["spec"][k] = x;
+        }
+    }
+    v
+}
+
+fn zone(z: &str) -> Value {
+    json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]})
+}
+
+fn errors(v: &Value) -> Vec<String> {
+    validate(v)
+        .iter()
+        .map(|p| format!("{:?} {}", p.level, p.error))
+        .collect()
+}
+
+#[test]
+fn valid_spreads_pass() {
+    // The documentation's examples: zone-a max 3 then zone-b; 20% / 20% / 60%; v1beta1 names.
+    let a = ws(
+        "v1alpha1",
+        json!([{"name": "subset-a", "requiredNodeSelectorTerm": zone("a"), "maxReplicas": 3}, {"name": "subset-b", "requiredNodeSelectorTerm": zone("b")}]),
+        json!({}),
+    );
+    assert!(errors(&a).is_empty(), "{:?}", errors(&a));
+    let pct = ws(
+        "v1alpha1",
+        json!([
+        {"name": "a", "requiredNodeSelectorTerm": zone("a"), "maxReplicas": "20%"},
+        {"name": "b", "requiredNodeSelectorTerm": zone("b"), "maxReplicas": "20%"},
+        {"name": "c", "requiredNodeSelectorTerm": zone("c"), "maxReplicas": "60%"}]),
+        json!({}),
+    );
+    assert!(errors(&pct).is_empty(), "{:?}", errors(&pct));
+    let beta = ws(
+        "v1beta1",
+        json!([{"name": "a", "requiredNodeSelector": zone("a"), "preferredNodeSelector": [{"weight": 10, "preference": zone("a")}]}]),
+        json!({}),
+    );
+    assert!(errors(&beta).is_empty(), "{:?}", errors(&beta));
+}
+
+#[test]
+fn validation_table() {
+    let cases: Vec<(&str, Value, Vec<&str>)> = vec![
+        ("no subsets", ws("v1alpha1", json!([]), json!({})), vec!["Error spec.subsets: Required value: at least one subset"]),
+        (
+            "names required and unique",
+            ws("v1alpha1", json!([{"name": ""}, {"name": "a"}, {"name": "a"}]), json!({})),
+            vec!["Error spec.subsets[0].name: Required value", "Error spec.subsets[2].name: Duplicate value: \"a\""],
+        ),
+        (
+            "an invalid required term",
+            ws("v1alpha1", json!([{"name": "a", "requiredNodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In"}]}}]), json!({})),
+            vec!["Error spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"],
+        ),
+        (
+            "preferred weight 1..100",
+            ws("v1alpha1", json!([{"name": "a", "preferredNodeSelectorTerms": [{"weight": 0, "preference": zone("a")}]}]), json!({})),
+            vec!["Error spec.subsets[0].preferredNodeSelectorTerms[0].weight: Invalid value: 0: must be in the range 1-100"],
+        ),
+        (
+            "tolerations are validated",
+            ws("v1alpha1", json!([{"name": "a", "tolerations": [{"key": "k", "operator": "Exists", "value": "v"}]}]), json!({})),
+            vec!["Error spec.subsets[0].tolerations[0].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'"],
+        ),
+        (
+            "mixed cap types",
+            ws("v1alpha1", json!([{"name": "a", "maxReplicas": 1}, {"name": "b", "maxReplicas": "50%"}]), json!({})),
+            vec!["Error spec.subsets[0].maxReplicas: Invalid value: 1: maxReplicas of all subsets must be of one type: all integers or all percentages"],
+        ),
+        (
+            "percent out of range and not whole",
+            ws("v1alpha1", json!([{"name": "a", "maxReplicas": "120%"}, {"name": "b", "maxReplicas": "1.5%"}]), json!({})),
+            vec![
+                "Error spec.subsets[0].maxReplicas: Invalid value: \"120%\": must be a whole percentage between 0% and 100%, e.g. \"20%\"",
+                "Error spec.subsets[1].maxReplicas: Invalid value: \"1.5%\": must be a whole percentage between 0% and 100%, e.g. \"20%\"",
+            ],
+        ),
+        (
+            "percentages over 100",
+            ws("v1alpha1", json!([{"name": "a", "maxReplicas": "60%"}, {"name": "b", "maxReplicas": "60%"}]), json!({})),
+            vec!["Error spec.subsets: Invalid value: \"120%\": the percentages of maxReplicas add up to more than 100%"],
+        ),
+        (
+            "percentages under 100 with a capped last subset",
+            ws("v1alpha1", json!([{"name": "a", "maxReplicas": "30%"}, {"name": "b", "maxReplicas": "30%"}]), json!({})),
+            vec!["Error spec.subsets: Invalid value: \"60%\": the percentages of maxReplicas must add up to 100% unless the last subset has no maxReplicas"],
+        ),
+        ("under 100 is fine when the last subset is uncapped", ws("v1alpha1", json!([{"name": "a", "maxReplicas": "30%"}, {"name": "b"}]), json!({})), vec![]),
+        (
+            "negative ints",
+            ws("v1alpha1", json!([{"name": "a", "maxReplicas": -1}]), json!({})),
+            vec!["Error spec.subsets[0].maxReplicas: Invalid value: -1: must be a non-negative integer"],
+        ),
+        (
+            "unknown strategy type; adaptive only with Adaptive",
+            ws("v1alpha1", json!([{"name": "a"}]), json!({"scheduleStrategy": {"type": "Sometimes", "adaptive": {}}})),
+            vec![
+                "Error spec.scheduleStrategy.type: Unsupported value: \"Sometimes\": supported values: \"Adaptive\", \"Fixed\"",
+                "Error spec.scheduleStrategy.adaptive: Forbidden: only allowed when type is Adaptive",
+            ],
+        ),
+        (
+            "Adaptive: last subset uncapped, rescheduleCriticalSeconds bounded by 295/(n-1)",
+            ws("v1alpha1", json!([{"name": "a", "maxReplicas": 1}, {"name": "b", "maxReplicas": 1}, {"name": "c", "maxReplicas": 1}]), json!({"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 148}}})),
+            vec![
+                "Error spec.subsets[2].maxReplicas: Invalid value: 1: with the Adaptive strategy the last subset takes the rest and has no maxReplicas",
+                "Error spec.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: 148: must be between 0 and 147 with 3 subsets",
+            ],
+        ),
+    ];
+    for (name, v, want) in cases {
+        assert_eq!(errors(&v), want, "{name}");
+    }
+    let mut sts = ws(
+        "v1alpha1",
+        json!([{"name": "a", "maxReplicas": "50%"}, {"name": "b"}]),
+        json!({}),
+    );
+    sts["spec"]["targetRef"] =
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"});
+    assert_eq!(errors(&sts), vec!["Error spec.subsets[0].maxReplicas: Invalid value: \"50%\": a StatefulSet target takes integer maxReplicas only"]);
+    let mut other = ws("v1alpha1", json!([{"name": "a"}]), json!({}));
+    other["spec"]["targetRef"] =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "name": "w"});
+    assert!(errors(&other)[0]
+        .starts_with("Warning spec.targetRef.kind: Unsupported value: \"Widget.example.com\""));
+    let mut missing = ws("v1alpha1", json!([{"name": "a"}]), json!({}));
+    missing["spec"]["targetRef"] = json!({"kind": "CloneSet"});
+    assert_eq!(
+        errors(&missing),
+        vec![
+            "Error spec.targetRef.apiVersion: Required value",
+            "Error spec.targetRef.name: Required value"
+        ]
+    );
+}
+
+fn cross(v: &Value, spec: Value, replicas: Option<i64>) -> Vec<String> {
+    let spec: PodSpec = serde_json::from_value(spec).unwrap();
+    cross_check(
+        v,
+        &Target {
+            spec: &spec,
+            replicas,
+        },
+    )
+    .iter()
+    .map(|p| format!("{:?} {}", p.level, p.error))
+    .collect()
+}
+
+#[test]
+fn cross_checks_against_the_workload() {
+    let two = ws(
+        "v1alpha1",
+        json!([{"name": "a", "requiredNodeSelectorTerm": zone("a"), "maxReplicas": 3}, {"name": "b", "requiredNodeSelectorTerm": zone("b")}]),
+        json!({}),
+    );
+    assert!(cross(&two, json!({}), Some(5)).is_empty());
+    // A subset that contradicts the workload's nodeSelector can never hold a pod.
+    assert_eq!(
+        cross(&two, json!({"nodeSelector": {"zone": "b"}}), Some(5)),
+        vec!["Error spec.subsets[0].requiredNodeSelectorTerm: Invalid value: \"zone In [a]\": subset \"a\" can never hold a pod: \"zone In [a]\" contradicts the workload's own node selection (\"zone In [b]\")"]
+    );
+    // An empty workload term is loosened by injection.
+    let empty_term = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}}});
+    assert!(cross(&two, empty_term, None)[0].contains("loosens the workload's node selection"));
+    // An empty subset term on a workload without required affinity makes its pods unschedulable.
+    let empty_subset = ws(
+        "v1alpha1",
+        json!([{"name": "x", "requiredNodeSelectorTerm": {}}]),
+        json!({}),
+    );
+    assert!(cross(&empty_subset, json!({}), None)[0]
+        .contains("matches no node, so its pods can never be scheduled"));
+    // Overlapping subsets.
+    let overlap = ws(
+        "v1alpha1",
+        json!([{"name": "a", "requiredNodeSelectorTerm": {"matchExpressions": [{"key": "pool", "operator": "Exists"}]}}, {"name": "b", "requiredNodeSelectorTerm": zone("b")}]),
+        json!({}),
+    );
+    assert_eq!(cross(&overlap, json!({}), None), vec!["Warning spec.subsets[1].requiredNodeSelectorTerm: Invalid value: \"zone In [b]\": subsets \"a\" and \"b\" can both hold on one node, so pods of \"b\" may land in \"a\"'s pool"]);
+    // Caps that admit fewer pods than replicas.
+    let capped = ws(
+        "v1alpha1",
+        json!([{"name": "a", "requiredNodeSelectorTerm": zone("a"), "maxReplicas": 2}, {"name": "b", "requiredNodeSelectorTerm": zone("b"), "maxReplicas": 3}]),
+        json!({}),
+    );
+    assert_eq!(cross(&capped, json!({}), Some(7)), vec!["Warning spec.subsets: Invalid value: 5: the subsets' caps admit 5 of the workload's 7 replicas; the other 2 get no injection at all and can run anywhere"]);
+    // Percent caps round up per subset, so 3 × 34% of 7 admits 9.
+    let pct = ws(
+        "v1alpha1",
+        json!([{"name": "a", "maxReplicas": "34%"}, {"name": "b", "maxReplicas": "33%"}, {"name": "c", "maxReplicas": "33%"}]),
+        json!({}),
+    );
+    assert!(cross(&pct, json!({}), Some(7)).is_empty());
+}
