@@ -134,11 +134,24 @@ pub enum Command {
     /// On which nodes may this pod run, and why not elsewhere (kube-scheduler's filters).
     Explain {
         /// Nodes, Pods and Namespaces: `kubectl get nodes,pods,namespaces -A -o yaml`.
-        #[arg(long)]
-        cluster: PathBuf,
+        #[arg(long, required_unless_present = "workloadspread")]
+        cluster: Option<PathBuf>,
         /// A Pod, or a workload whose pod template is explained.
-        #[arg(long)]
-        pod: PathBuf,
+        #[arg(
+            long,
+            required_unless_present = "workloadspread",
+            conflicts_with = "workloadspread"
+        )]
+        pod: Option<PathBuf>,
+        /// An OpenKruise WorkloadSpread: show how replicas are distributed over its subsets.
+        #[arg(long, requires = "workload")]
+        workloadspread: Option<PathBuf>,
+        /// The workload the WorkloadSpread targets.
+        #[arg(long, requires = "workloadspread")]
+        workload: Option<PathBuf>,
+        /// With --workloadspread: how many fresh replicas (default: the workload's own).
+        #[arg(long, requires = "workloadspread")]
+        replicas: Option<i64>,
         /// Output format.
         #[arg(short = 'o', long, value_enum, default_value = "text")]
         output: ExplainOutput,
@@ -283,8 +296,17 @@ pub fn run() -> ExitCode {
         Command::Explain {
             cluster,
             pod,
+            workloadspread,
+            workload,
+            replicas,
             output,
-        } => run_explain(&cluster, &pod, output),
+        } => match (workloadspread, workload, pod, cluster) {
+            (Some(ws), Some(w), _, cluster) => {
+                run_explain_spread(&ws, &w, replicas, cluster.as_ref(), output)
+            }
+            (_, _, Some(pod), Some(cluster)) => run_explain(&cluster, &pod, output),
+            _ => fail("give --cluster and --pod, or --workloadspread and --workload"),
+        },
         Command::Rules { print_defaults } => {
             if print_defaults {
                 print!("{DEFAULT_RULES_YAML}");
@@ -412,6 +434,43 @@ fn read_objects(path: &PathBuf) -> Result<Vec<crate::manifest::Object>, String> 
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let text = crate::inputs::decode(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     crate::manifest::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
+}
+
+fn run_explain_spread(
+    ws: &PathBuf,
+    workload: &PathBuf,
+    replicas: Option<i64>,
+    cluster: Option<&PathBuf>,
+    output: ExplainOutput,
+) -> ExitCode {
+    use crate::explain;
+    let load = |p: &PathBuf| read_objects(p);
+    let (ws_objs, w_objs) = match (load(ws), load(workload)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return fail(e),
+    };
+    let snapshot = match cluster {
+        None => None,
+        Some(c) => match read_objects(c)
+            .map_err(explain::ExplainError)
+            .and_then(|o| explain::cluster_from(&o))
+        {
+            Ok(s) => Some(s),
+            Err(e) => return fail(format!("{}: {e}", c.display())),
+        },
+    };
+    match explain::workloadspread(&ws_objs, &w_objs, replicas, snapshot.as_ref()) {
+        Ok(v) => {
+            match output {
+                ExplainOutput::Text => print!("{}", explain::workloadspread_text(&v)),
+                ExplainOutput::Json => {
+                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
 }
 
 fn run_explain(cluster: &PathBuf, pod: &PathBuf, output: ExplainOutput) -> ExitCode {

@@ -169,6 +169,170 @@ pub fn json(results: &[NodeResult]) -> String {
     s
 }
 
+/// `explain --workloadspread`: how fresh replicas spread over the subsets, what each subset's
+/// pods look like after injection, and (with a snapshot) where they fit.
+pub fn workloadspread(
+    ws_objs: &[Object],
+    workload_objs: &[Object],
+    replicas: Option<i64>,
+    cluster: Option<&Cluster>,
+) -> Result<Value, ExplainError> {
+    use crate::workloadspread as wsp;
+    let ws = &ws_objs
+        .first()
+        .ok_or_else(|| ExplainError("no object in the WorkloadSpread file".into()))?
+        .value;
+    if ws["kind"] != "WorkloadSpread" {
+        return Err(ExplainError(format!(
+            "expected a WorkloadSpread, found {}",
+            ws["kind"]
+        )));
+    }
+    let w = &workload_objs
+        .first()
+        .ok_or_else(|| ExplainError("no object in the workload file".into()))?
+        .value;
+    let (api, kind) = (
+        w["apiVersion"].as_str().unwrap_or(""),
+        w["kind"].as_str().unwrap_or(""),
+    );
+    let kruise = api.starts_with(&format!("{}/", wsp::GROUP));
+    let template_path = match Kind::from_api_version(api, kind) {
+        Some(k) if k != Kind::Pod => k.template_path(),
+        _ if kruise && (kind == "CloneSet" || kind == "StatefulSet") => {
+            crate::fieldpath::FieldPath::new("spec.template")
+        }
+        _ => {
+            return Err(ExplainError(format!(
+                "{api}/{kind} is not a workload a WorkloadSpread can target"
+            )))
+        }
+    };
+    let mut template = w.clone();
+    for seg in template_path.json_segments() {
+        if let crate::fieldpath::JsonSegment::Key(k) = seg {
+            template = template[k].clone();
+        }
+    }
+    let replicas = replicas
+        .or_else(|| w["spec"]["replicas"].as_i64())
+        .or_else(|| w["spec"]["parallelism"].as_i64())
+        .unwrap_or(1);
+    if replicas < 0 {
+        return Err(ExplainError(format!(
+            "--replicas must not be negative, got {replicas}"
+        )));
+    }
+    let dist = wsp::distribute(ws, kind == "StatefulSet", replicas);
+    let namespace = w["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    let terms = wsp::subset_terms(ws);
+    let mut subsets = Vec::new();
+    for (i, share) in dist.subsets.iter().enumerate() {
+        let (pod, unsupported) = wsp::inject(&template, ws, i);
+        let term = match terms.get(i).map(|(_, t)| t) {
+            Some(Some(Some(t))) => t.to_string(),
+            Some(Some(None)) => "(empty term: matches no node)".to_string(),
+            _ => String::new(),
+        };
+        let mut entry = json!({
+            "name": share.subset, "cap": share.cap, "pods": share.pods,
+            "requiredTerm": term, "unsupportedPatch": unsupported, "pod": pod,
+        });
+        if let Some(c) = cluster {
+            let t = workload::parse_value(Kind::Pod, &pod)
+                .map_err(|e| ExplainError(format!("subset {}: {e}", share.subset)))?;
+            let results = filter::evaluate(c, &t, &namespace);
+            let feasible: Vec<&str> = results
+                .iter()
+                .filter(|r| r.feasible)
+                .map(|r| r.name.as_str())
+                .collect();
+            entry["feasibleNodes"] = json!(feasible);
+            entry["summary"] = json!(filter::summary(&results));
+        }
+        subsets.push(entry);
+    }
+    Ok(json!({
+        "workloadSpread": ws["metadata"]["name"],
+        "workload": format!("{kind} {}", w["metadata"]["name"].as_str().unwrap_or("")),
+        "replicas": replicas,
+        "overflow": dist.overflow,
+        "subsets": subsets,
+    }))
+}
+
+pub fn workloadspread_text(v: &Value) -> String {
+    let mut out = format!(
+        "WorkloadSpread {} over {}: {} replica(s)\n\n",
+        v["workloadSpread"].as_str().unwrap_or(""),
+        v["workload"].as_str().unwrap_or(""),
+        v["replicas"]
+    );
+    let rows: Vec<[String; 5]> = v["subsets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let feasible = match s["feasibleNodes"].as_array() {
+                None => "-".to_string(),
+                Some(n) if n.is_empty() => format!("NONE: {}", s["summary"].as_str().unwrap_or("")),
+                Some(n) => n
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            [
+                s["name"].as_str().unwrap_or("").to_string(),
+                s["cap"].as_i64().map_or("-".to_string(), |c| c.to_string()),
+                s["pods"].to_string(),
+                s["requiredTerm"].as_str().unwrap_or("").to_string(),
+                feasible,
+            ]
+        })
+        .collect();
+    let head = ["SUBSET", "CAP", "PODS", "REQUIRED TERM", "FEASIBLE NODES"];
+    let mut widths: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:w$}  ", w = widths[i]));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(head.to_vec()));
+    for r in &rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    let overflow = v["overflow"].as_i64().unwrap_or(0);
+    if overflow > 0 {
+        out.push_str(&format!("\n{overflow} pod(s) find no subset with room: admitted without injection, they can run anywhere\n"));
+    }
+    for s in v["subsets"].as_array().into_iter().flatten() {
+        if let Some(u) = s["unsupportedPatch"].as_array().filter(|u| !u.is_empty()) {
+            let parts: Vec<&str> = u.iter().filter_map(Value::as_str).collect();
+            out.push_str(&format!(
+                "subset {}: patch parts not applied (unsupported): {}\n",
+                s["name"].as_str().unwrap_or(""),
+                parts.join(", ")
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

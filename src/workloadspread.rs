@@ -564,5 +564,203 @@ pub fn cross_check(ws: &Value, target: &Target) -> Vec<Problem> {
     out
 }
 
+/// How fresh replicas land on the subsets, as Kruise's webhook assigns them.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Share {
+    pub subset: String,
+    /// The cap in pods (`None`: unlimited).
+    pub cap: Option<i64>,
+    pub pods: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Distribution {
+    pub replicas: i64,
+    pub subsets: Vec<Share>,
+    /// Pods for which no subset had room: admitted without any injection.
+    pub overflow: i64,
+}
+
+/// Distributes `replicas` fresh pods. StatefulSets map by ordinal through a running threshold;
+/// other kinds fill the first subset with room, in order. Percent caps are
+/// `ceil(p × replicas / 100)` per subset; a cap of 0 never takes a pod.
+pub fn distribute(ws: &Value, statefulset: bool, replicas: i64) -> Distribution {
+    let subsets = ws["spec"]["subsets"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let caps: Vec<Option<i64>> = subsets
+        .iter()
+        .map(|s| {
+            parse_cap(&s["maxReplicas"], &FieldPath::root(), &mut Vec::new())
+                .map(|c| c.pods(replicas))
+        })
+        .collect();
+    let mut pods = vec![0i64; subsets.len()];
+    let mut overflow = 0;
+    for k in 0..replicas {
+        let slot = if statefulset {
+            let mut threshold: Option<i64> = Some(0);
+            caps.iter().position(|c| {
+                threshold = match (threshold, c) {
+                    (Some(t), Some(c)) => Some(t + c),
+                    _ => None,
+                };
+                threshold.is_none_or(|t| k < t)
+            })
+        } else {
+            (0..subsets.len()).find(|&i| caps[i].is_none_or(|c| pods[i] < c))
+        };
+        match slot {
+            Some(i) => pods[i] += 1,
+            None => overflow += 1,
+        }
+    }
+    Distribution {
+        replicas,
+        subsets: subsets
+            .iter()
+            .zip(caps)
+            .zip(pods)
+            .map(|((s, cap), pods)| Share {
+                subset: s["name"].as_str().unwrap_or("").to_string(),
+                cap,
+                pods,
+            })
+            .collect(),
+        overflow,
+    }
+}
+
+/// A strategic merge of `patch` into `target`, for what real subset patches use: maps merge
+/// (null deletes), and `containers`, `initContainers`, `volumes` and `env` merge by `name`;
+/// any other list replaces. Parts it cannot apply exactly (`$patch`, `$setElementOrder`, ...)
+/// are returned instead of guessed.
+pub fn strategic_merge(
+    target: &mut Value,
+    patch: &Value,
+    path: &str,
+    unsupported: &mut Vec<String>,
+) {
+    const BY_NAME: [&str; 4] = ["containers", "initContainers", "volumes", "env"];
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Default::default());
+    }
+    for (k, v) in p {
+        let here = if path.is_empty() {
+            k.clone()
+        } else {
+            format!("{path}.{k}")
+        };
+        if k.starts_with('$') {
+            unsupported.push(here);
+            continue;
+        }
+        let Some(t) = target.as_object_mut() else {
+            return;
+        };
+        match v {
+            Value::Null => {
+                t.remove(k);
+            }
+            Value::Object(_) => strategic_merge(
+                t.entry(k.clone()).or_insert(Value::Null),
+                v,
+                &here,
+                unsupported,
+            ),
+            Value::Array(items) if BY_NAME.contains(&k.as_str()) => {
+                let list = t
+                    .entry(k.clone())
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if !list.is_array() {
+                    *list = Value::Array(Vec::new());
+                }
+                for item in items {
+                    let Some(name) = item["name"].as_str() else {
+                        unsupported.push(format!("{here}[] (an entry without name)"));
+                        continue;
+                    };
+                    let arr = list.as_array_mut().map(std::mem::take).unwrap_or_default();
+                    let mut arr = arr;
+                    match arr.iter_mut().find(|e| e["name"] == name) {
+                        Some(existing) => {
+                            strategic_merge(existing, item, &format!("{here}[{name}]"), unsupported)
+                        }
+                        None => arr.push(item.clone()),
+                    }
+                    *list = Value::Array(arr);
+                }
+            }
+            other => {
+                t.insert(k.clone(), other.clone());
+            }
+        }
+    }
+}
+
+/// The pod template after Kruise's injection of one subset: tolerations appended, preferred
+/// terms appended, the required term ANDed into every existing required term (or set as the
+/// only term), nodeSelector untouched, then the subset's patch applied.
+pub fn inject(template: &Value, ws: &Value, subset: usize) -> (Value, Vec<String>) {
+    let n = names(ws["apiVersion"].as_str().unwrap_or(""));
+    let sub = &ws["spec"]["subsets"][subset];
+    let mut pod = template.clone();
+    if !pod["spec"].is_object() {
+        pod["spec"] = json!({});
+    }
+    let spec = &mut pod["spec"];
+    if let Some(tols) = sub["tolerations"].as_array().filter(|t| !t.is_empty()) {
+        let list = spec["tolerations"].as_array().cloned().unwrap_or_default();
+        spec["tolerations"] = Value::Array(list.into_iter().chain(tols.iter().cloned()).collect());
+    }
+    let na = &mut spec["affinity"]["nodeAffinity"];
+    if let Some(pref) = sub[n.preferred].as_array().filter(|p| !p.is_empty()) {
+        let key = "preferredDuringSchedulingIgnoredDuringExecution";
+        let list = na[key].as_array().cloned().unwrap_or_default();
+        na[key] = Value::Array(list.into_iter().chain(pref.iter().cloned()).collect());
+    }
+    let req = &sub[n.required];
+    if req.is_object() {
+        let terms = &mut na["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+        match terms.as_array_mut().filter(|t| !t.is_empty()) {
+            Some(list) => {
+                for t in list.iter_mut() {
+                    for field in ["matchExpressions", "matchFields"] {
+                        if let Some(add) = req[field].as_array().filter(|a| !a.is_empty()) {
+                            let mut cur = t[field].as_array().cloned().unwrap_or_default();
+                            cur.extend(add.iter().cloned());
+                            t[field] = Value::Array(cur);
+                        }
+                    }
+                }
+            }
+            None => *terms = json!([req.clone()]),
+        }
+    }
+    if spec["affinity"]["nodeAffinity"]
+        .as_object()
+        .is_some_and(|m| m.is_empty())
+    {
+        if let Some(a) = spec["affinity"].as_object_mut() {
+            a.remove("nodeAffinity");
+        }
+    }
+    if spec["affinity"].as_object().is_some_and(|m| m.is_empty()) {
+        if let Some(s) = spec.as_object_mut() {
+            s.remove("affinity");
+        }
+    }
+    let mut unsupported = Vec::new();
+    if !sub["patch"].is_null() {
+        strategic_merge(&mut pod, &sub["patch"], "", &mut unsupported);
+    }
+    (pod, unsupported)
+}
+
 #[cfg(test)]
 mod tests;

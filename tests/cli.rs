@@ -403,3 +403,53 @@ fn check_workloadspreads_against_their_targets() {
         ]
     );
 }
+
+#[test]
+fn explain_workloadspread_distribution() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+    let ws = format!("{d}/workloadspread/zones.yaml");
+    let w = format!("{d}/workloadspread/cloneset.yaml");
+    let cluster = format!("{d}/explain/cluster.yaml");
+    let r = run(
+        &[
+            "explain",
+            "--workloadspread",
+            &ws,
+            "--workload",
+            &w,
+            "--cluster",
+            &cluster,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!("workloadspread_text", r.stdout);
+    let r = run(
+        &[
+            "explain",
+            "-o",
+            "json",
+            "--workloadspread",
+            &ws,
+            "--workload",
+            &w,
+            "--replicas",
+            "2",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!("workloadspread_json", r.stdout);
+    // The workload file must hold a workload.
+    let r = run(
+        &["explain", "--workloadspread", &ws, "--workload", &ws],
+        None,
+    );
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("is not a workload a WorkloadSpread can target"),
+        "{}",
+        r.stderr
+    );
+}

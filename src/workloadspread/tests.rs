@@ -211,3 +211,158 @@ fn cross_checks_against_the_workload() {
     );
     assert!(cross(&pct, json!({}), Some(7)).is_empty());
 }
+
+fn shares(d: &Distribution) -> (Vec<i64>, i64) {
+    (d.subsets.iter().map(|s| s.pods).collect(), d.overflow)
+}
+
+#[test]
+fn distribution_follows_kruise() {
+    let cap = |c: Value| {
+        if c.is_null() {
+            json!({"name": "s"})
+        } else {
+            json!({"name": "s", "maxReplicas": c})
+        }
+    };
+    let spread = |caps: Vec<Value>| {
+        ws(
+            "v1alpha1",
+            Value::Array(caps.into_iter().map(cap).collect()),
+            json!({}),
+        )
+    };
+    let cases: Vec<(&str, Vec<Value>, bool, i64, Vec<i64>, i64)> = vec![
+        (
+            "docs: 5 replicas over zone-a (max 3) and zone-b",
+            vec![json!(3), Value::Null],
+            false,
+            5,
+            vec![3, 2],
+            0,
+        ),
+        (
+            "docs: 2 replicas over the same",
+            vec![json!(3), Value::Null],
+            false,
+            2,
+            vec![2, 0],
+            0,
+        ),
+        (
+            "docs: 20% / 20% / 60% of 10",
+            vec![json!("20%"), json!("20%"), json!("60%")],
+            false,
+            10,
+            vec![2, 2, 6],
+            0,
+        ),
+        (
+            "docs: 100 to the normal pool, the rest elastic",
+            vec![json!(100), Value::Null],
+            false,
+            150,
+            vec![100, 50],
+            0,
+        ),
+        (
+            "a single uncapped subset takes every pod",
+            vec![Value::Null],
+            false,
+            4,
+            vec![4],
+            0,
+        ),
+        (
+            "percent caps round up per subset",
+            vec![json!("34%"), json!("33%"), json!("33%")],
+            false,
+            7,
+            vec![3, 3, 1],
+            0,
+        ),
+        (
+            "a cap of 0 never takes a pod",
+            vec![json!(0), json!("0%"), Value::Null],
+            false,
+            3,
+            vec![0, 0, 3],
+            0,
+        ),
+        (
+            "overflow pods get no injection",
+            vec![json!(1), json!(1)],
+            false,
+            3,
+            vec![1, 1],
+            1,
+        ),
+        (
+            "order matters: reordered subsets",
+            vec![Value::Null, json!(3)],
+            false,
+            5,
+            vec![5, 0],
+            0,
+        ),
+        (
+            "StatefulSet ordinals walk a running threshold",
+            vec![json!(2), json!(1), Value::Null],
+            true,
+            5,
+            vec![2, 1, 2],
+            0,
+        ),
+        (
+            "StatefulSet ordinals past every cap overflow",
+            vec![json!(2), json!(1)],
+            true,
+            5,
+            vec![2, 1],
+            2,
+        ),
+    ];
+    for (name, caps, sts, replicas, want, overflow) in cases {
+        assert_eq!(
+            shares(&distribute(&spread(caps), sts, replicas)),
+            (want, overflow),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn injection_ands_the_subset_term_and_applies_the_patch() {
+    let spread = ws(
+        "v1alpha1",
+        json!([{
+            "name": "spot",
+            "requiredNodeSelectorTerm": zone("a"),
+            "preferredNodeSelectorTerms": [{"weight": 5, "preference": {"matchExpressions": [{"key": "spot", "operator": "Exists"}]}}],
+            "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}],
+            "patch": {"metadata": {"labels": {"subset": "spot"}}, "spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "1"}}}], "$setElementOrder/containers": [{"name": "app"}]}}
+        }]),
+        json!({}),
+    );
+    let template = json!({
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {
+            "nodeSelector": {"disk": "ssd"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "arch", "operator": "In", "values": ["amd64"]}]},
+                {"matchExpressions": [{"key": "arch", "operator": "In", "values": ["arm64"]}]}
+            ]}}},
+            "containers": [{"name": "app", "image": "web"}, {"name": "sidecar", "image": "s"}]
+        }
+    });
+    let (pod, unsupported) = inject(&template, &spread, 0);
+    insta::assert_json_snapshot!(pod);
+    assert_eq!(unsupported, vec!["spec.$setElementOrder/containers"]);
+    // A pod without required affinity gets the subset term as its only term.
+    let (pod, _) = inject(&json!({"spec": {}}), &spread, 0);
+    assert_eq!(
+        pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"],
+        json!([zone("a")])
+    );
+}
