@@ -232,7 +232,9 @@ fn distribution_follows_kruise() {
             json!({}),
         )
     };
-    let cases: Vec<(&str, Vec<Value>, bool, i64, Vec<i64>, i64)> = vec![
+    // name, caps, StatefulSet, replicas, pods per subset, overflow
+    type Case = (&'static str, Vec<Value>, bool, i64, Vec<i64>, i64);
+    let cases: Vec<Case> = vec![
         (
             "docs: 5 replicas over zone-a (max 3) and zone-b",
             vec![json!(3), Value::Null],
