@@ -196,6 +196,34 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
         Endpoint::Validate => Phase::Validate,
         Endpoint::Mutate => Phase::Mutate,
     };
+    let is_spread =
+        req.kind.group == crate::workloadspread::GROUP && req.kind.kind == "WorkloadSpread";
+    if is_spread && !subresource && phase == Phase::Validate && rules.spec.workload_spread.enabled {
+        let raw = req.object.as_ref().ok_or_else(|| {
+            BadRequest(format!(
+                "request.object is required for {} of workloadspreads",
+                operation_name(op)
+            ))
+        })?;
+        let value: serde_json::Value = serde_json::from_str(raw.json())
+            .map_err(|e| BadRequest(format!("request.object: cannot read WorkloadSpread: {e}")))?;
+        let input = Input {
+            phase,
+            operation: op,
+            namespace: &reviewed.namespace,
+            user: User::default(),
+            object: None,
+            old_object: None,
+            spread: Some(&value),
+        };
+        let verdict = rules::evaluate(&input, rules);
+        response = respond(response, &verdict)?;
+        reviewed.allowed = verdict.allowed();
+        reviewed.rules = verdict.rules_run.clone();
+        reviewed.verdict = Some(verdict);
+        reviewed.body = encode(response)?;
+        return Ok(reviewed);
+    }
     let relevant = kind.is_some_and(|k| !subresource && rules::is_relevant(k, op, phase, rules));
     if let (true, Some(kind)) = (relevant, kind) {
         let object = parse_object(kind, &req.object, "object", op)?;
@@ -214,6 +242,7 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
             },
             object: Some(&object),
             old_object: old.as_ref(),
+            spread: None,
         };
         let verdict = rules::evaluate(&input, rules);
         response = respond(response, &verdict)?;
@@ -405,6 +434,22 @@ mod tests {
         .unwrap();
         let a: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
         assert!(a["response"].get("patch").is_none());
+    }
+
+    #[test]
+    fn workloadspreads_are_validated_only_when_enabled() {
+        let body = br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"w1","kind":{"group":"apps.kruise.io","version":"v1alpha1","kind":"WorkloadSpread"},"resource":{"group":"apps.kruise.io","version":"v1alpha1","resource":"workloadspreads"},"name":"s","namespace":"demo","operation":"CREATE","userInfo":{"username":"admin"},"object":{"apiVersion":"apps.kruise.io/v1alpha1","kind":"WorkloadSpread","metadata":{"name":"s"},"spec":{"targetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"subsets":[{"name":"a","maxReplicas":"60%"},{"name":"b","maxReplicas":"60%"}]}}}}"#;
+        let off = review(body, Endpoint::Validate, &RuleSet::default()).unwrap();
+        assert!(off.allowed && off.rules.is_empty());
+        let mut rules = RuleSet::default();
+        rules.spec.workload_spread.enabled = true;
+        let on = review(body, Endpoint::Validate, &rules).unwrap();
+        assert!(!on.allowed);
+        let v: serde_json::Value = serde_json::from_slice(&on.body).unwrap();
+        assert_eq!(
+            v["response"]["status"]["message"],
+            "spec.subsets: Invalid value: \"120%\": the percentages of maxReplicas add up to more than 100%"
+        );
     }
 
     #[test]

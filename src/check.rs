@@ -103,6 +103,38 @@ fn workload_id(v: &Value) -> (String, String, String, String) {
     )
 }
 
+/// Registers the workloads of a cluster dump (`--cluster`) as WorkloadSpread targets; they are
+/// not checked themselves.
+pub fn add_targets(text: &str, report: &mut Report) -> Result<usize, String> {
+    let objects = manifest::parse(text).map_err(|e| e.to_string())?;
+    let before = report.workloads.len();
+    for o in objects {
+        let v = &o.value;
+        let (api, kind) = (
+            v["apiVersion"].as_str().unwrap_or(""),
+            v["kind"].as_str().unwrap_or(""),
+        );
+        let spec = if group_of(api) == crate::workloadspread::GROUP
+            && (kind == "CloneSet" || kind == "StatefulSet")
+        {
+            serde_json::from_value(v["spec"]["template"]["spec"].clone()).ok()
+        } else {
+            Kind::from_api_version(api, kind)
+                .filter(|k| *k != Kind::Pod)
+                .and_then(|k| workload::parse_value(k, v).ok())
+                .map(|t| t.spec)
+        };
+        if let Some(spec) = spec {
+            report.workloads.push(Workload {
+                id: workload_id(v),
+                spec,
+                replicas: v["spec"]["replicas"].as_i64(),
+            });
+        }
+    }
+    Ok(report.workloads.len() - before)
+}
+
 /// Judges the WorkloadSpreads collected by [`check_text`]: validation, duplicates, and the
 /// cross-checks against targets found anywhere in the input.
 pub fn finish(report: &mut Report) {
@@ -382,6 +414,7 @@ fn check_object(file: &str, obj: &Object, rules: &RuleSet, report: &mut Report) 
         user: User::default(),
         object: Some(&template),
         old_object: None,
+        spread: None,
     };
     let mut found: Vec<Diagnostic> = Vec::new();
     let mut rule_of: Vec<RuleId> = Vec::new();

@@ -117,6 +117,10 @@ pub enum Command {
         /// Color in text output.
         #[arg(long, value_enum, default_value = "auto")]
         color: Color,
+        /// A cluster dump (`kubectl get deploy,sts,rs,jobs,clonesets -A -o yaml`) where the
+        /// targets of WorkloadSpreads are looked up when they are not in the input.
+        #[arg(long)]
+        cluster: Option<PathBuf>,
         /// Manifest files, directories, or - for stdin.
         #[arg(required = true)]
         paths: Vec<String>,
@@ -284,13 +288,14 @@ pub fn run() -> ExitCode {
             output,
             fail_on,
             color,
+            cluster,
             paths,
         } => {
             let rules = match load_rules(rules.as_ref()) {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
-            run_check(&rules, &paths, output, fail_on, color)
+            run_check(&rules, &paths, cluster.as_ref(), output, fail_on, color)
         }
         Command::Test { update, dirs } => run_tests(&dirs, update),
         Command::Explain {
@@ -321,6 +326,7 @@ pub fn run() -> ExitCode {
 fn run_check(
     rules: &RuleSet,
     paths: &[String],
+    cluster: Option<&PathBuf>,
     output: Output,
     fail_on: FailOn,
     color: Color,
@@ -343,6 +349,18 @@ fn run_check(
         return fail("no input could be read");
     }
     let mut report = check::Report::default();
+    if let Some(c) = cluster {
+        let text = match std::fs::read(c) {
+            Ok(b) => match crate::inputs::decode(b) {
+                Ok(t) => t,
+                Err(e) => return fail(format!("{}: {e}", c.display())),
+            },
+            Err(e) => return fail(format!("cannot read {}: {e}", c.display())),
+        };
+        if let Err(e) = check::add_targets(&text, &mut report) {
+            return fail(format!("{}:{e}", c.display()));
+        }
+    }
     for i in &inputs {
         match &i.text {
             Ok(text) => check::check_text(&i.name, text, rules, &mut report),

@@ -41,6 +41,28 @@ pub struct RuleSpec {
     pub hard_anti_affinity: HardAntiAffinity,
     #[serde(default)]
     pub topology_spread: TopologySpread,
+    #[serde(default)]
+    pub workload_spread: WorkloadSpreadRule,
+}
+
+/// OpenKruise WorkloadSpreads on `/validate` (`check` always validates them). Off by default:
+/// register `workloadspreads` with the webhook when you turn it on.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorkloadSpreadRule {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default = "deny")]
+    pub action: Action,
+}
+
+impl Default for WorkloadSpreadRule {
+    fn default() -> Self {
+        WorkloadSpreadRule {
+            enabled: false,
+            action: Action::Deny,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]

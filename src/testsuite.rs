@@ -177,6 +177,7 @@ fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
                 user: User::default(),
                 object: Some(&t),
                 old_object: None,
+                spread: None,
             },
             rules,
         );

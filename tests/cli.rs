@@ -453,3 +453,26 @@ fn explain_workloadspread_distribution() {
         r.stderr
     );
 }
+
+#[test]
+fn check_finds_workloadspread_targets_in_a_cluster_dump() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/workloadspread");
+    let spread = format!("{d}/api-spread.yaml");
+    let r = run(&["check", &spread], None);
+    assert_eq!(
+        r.code, 0,
+        "without the target there is nothing to cross-check: {}",
+        r.stdout
+    );
+    let r = run(
+        &[
+            "check",
+            "--cluster",
+            &format!("{d}/cluster-dump.yaml"),
+            &spread,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(r.stdout.contains("subset \"gpu\" can never hold a pod: \"pool In [gpu]\" contradicts the workload's own node selection (\"pool In [general]\")"), "{}", r.stdout);
+}

@@ -44,6 +44,8 @@ pub struct Input<'a> {
     pub user: User<'a>,
     pub object: Option<&'a PodTemplate>,
     pub old_object: Option<&'a PodTemplate>,
+    /// An OpenKruise WorkloadSpread under review (it has no pod template).
+    pub spread: Option<&'a serde_json::Value>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -52,6 +54,7 @@ pub enum RuleId {
     HardAntiAffinity,
     TopologySpread,
     TopologySpreadDefaults,
+    WorkloadSpread,
 }
 
 impl RuleId {
@@ -61,6 +64,7 @@ impl RuleId {
             RuleId::HardAntiAffinity => "hard-anti-affinity",
             RuleId::TopologySpread => "topology-spread",
             RuleId::TopologySpreadDefaults => "topology-spread-defaults",
+            RuleId::WorkloadSpread => "workloadspread",
         }
     }
 }
@@ -237,6 +241,25 @@ fn mutate(input: &Input, rules: &RuleSet) -> Verdict {
 
 fn validate(input: &Input, rules: &RuleSet) -> Verdict {
     let mut verdict = Verdict::default();
+    let wsr = &rules.spec.workload_spread;
+    if let (true, Some(ws)) = (wsr.enabled, input.spread) {
+        if matches!(input.operation, Operation::Create | Operation::Update) {
+            verdict.rules_run.push(RuleId::WorkloadSpread);
+            for p in crate::workloadspread::validate(ws) {
+                let action = match p.level {
+                    crate::workloadspread::Level::Error => wsr.action,
+                    crate::workloadspread::Level::Warning => Action::Warn,
+                };
+                verdict.findings.push(Finding {
+                    rule: RuleId::WorkloadSpread,
+                    action,
+                    error: p.error,
+                    hint: None,
+                });
+            }
+        }
+        return verdict;
+    }
     let md = &rules.spec.mutable_directives;
     if md.enabled && input.operation == Operation::Update {
         if let (Some(new), Some(old)) = (input.object, input.old_object) {

@@ -51,6 +51,7 @@ fn run(
         user: User::default(),
         object: Some(obj),
         old_object: old,
+        spread: None,
     };
     evaluate(&input, rules)
         .findings
@@ -352,6 +353,7 @@ fn denial_messages_with_hints() {
         user: User::default(),
         object: Some(&obj),
         old_object: None,
+        spread: None,
     };
     let v = evaluate(&input, &RuleSet::default());
     let out = format!(

@@ -600,6 +600,7 @@ fn mutate_explains_each_refused_change_in_one_line() {
             user: User::default(),
             object: Some(&new),
             old_object: Some(&old),
+            spread: None,
         };
         let v = evaluate(&input, &rules);
         assert!(v.allowed() && v.patch.is_empty(), "{name}");

@@ -182,6 +182,7 @@ fn run(
         user: User::default(),
         object: Some(t),
         old_object: None,
+        spread: None,
     };
     evaluate(&input, rules)
 }
@@ -363,6 +364,7 @@ fn validation_action_and_update_ratchet() {
         user: User::default(),
         object: Some(&t),
         old_object: Some(&t),
+        spread: None,
     };
     assert!(evaluate(&input, &rules).allowed());
 }
