@@ -179,7 +179,7 @@ fn parse_object(
 pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Reviewed, BadRequest> {
     let (_types, req) = parse_envelope(body)?;
     let op = operation(&req.operation);
-    let mut response = AdmissionResponse::from(&req);
+    let response = AdmissionResponse::from(&req);
     let mut reviewed = Reviewed {
         body: Vec::new(),
         allowed: true,
@@ -217,12 +217,7 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
             spread: Some(&value),
         };
         let verdict = rules::evaluate(&input, rules);
-        response = respond(response, &verdict)?;
-        reviewed.allowed = verdict.allowed();
-        reviewed.rules = verdict.rules_run.clone();
-        reviewed.verdict = Some(verdict);
-        reviewed.body = encode(response)?;
-        return Ok(reviewed);
+        return finish(reviewed, response, verdict);
     }
     let relevant = kind.is_some_and(|k| !subresource && rules::is_relevant(k, op, phase, rules));
     if let (true, Some(kind)) = (relevant, kind) {
@@ -245,11 +240,22 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
             spread: None,
         };
         let verdict = rules::evaluate(&input, rules);
-        response = respond(response, &verdict)?;
-        reviewed.allowed = verdict.allowed();
-        reviewed.rules = verdict.rules_run.clone();
-        reviewed.verdict = Some(verdict);
+        return finish(reviewed, response, verdict);
     }
+    reviewed.body = encode(response)?;
+    Ok(reviewed)
+}
+
+/// Puts a verdict into the response and the decision record.
+fn finish(
+    mut reviewed: Reviewed,
+    response: AdmissionResponse,
+    verdict: Verdict,
+) -> Result<Reviewed, BadRequest> {
+    let response = respond(response, &verdict)?;
+    reviewed.allowed = verdict.allowed();
+    reviewed.rules = verdict.rules_run.clone();
+    reviewed.verdict = Some(verdict);
     reviewed.body = encode(response)?;
     Ok(reviewed)
 }

@@ -200,17 +200,7 @@ pub fn finish(report: &mut Report) {
                 message: p.error.body(),
                 hint: None,
             };
-            if ignored.iter().any(|r| r == RULE_WORKLOADSPREAD) {
-                report.suppressed.push(Suppressed {
-                    file: d.file,
-                    line: d.line,
-                    object: d.object,
-                    rule: d.rule,
-                    reason: reason.clone(),
-                });
-            } else {
-                report.diagnostics.push(d);
-            }
+            report.record(d, &ignored, &reason);
         }
     }
 }
@@ -233,6 +223,21 @@ impl Report {
             (&a.file, a.line, a.column, &a.rule, &a.path)
                 .cmp(&(&b.file, b.line, b.column, &b.rule, &b.path))
         });
+    }
+
+    /// Keeps a diagnostic, or counts it as suppressed when its object opts out of its rule.
+    fn record(&mut self, d: Diagnostic, ignored: &[String], reason: &Option<String>) {
+        if ignored.contains(&d.rule) {
+            self.suppressed.push(Suppressed {
+                file: d.file,
+                line: d.line,
+                object: d.object,
+                rule: d.rule,
+                reason: reason.clone(),
+            });
+        } else {
+            self.diagnostics.push(d);
+        }
     }
 
     /// Adds a file that could not be read at all.
@@ -417,7 +422,6 @@ fn check_object(file: &str, obj: &Object, rules: &RuleSet, report: &mut Report) 
         spread: None,
     };
     let mut found: Vec<Diagnostic> = Vec::new();
-    let mut rule_of: Vec<RuleId> = Vec::new();
     let verdict = rules::evaluate(&input, rules);
     for f in &verdict.findings {
         let severity = if f.action == Action::Deny {
@@ -433,7 +437,6 @@ fn check_object(file: &str, obj: &Object, rules: &RuleSet, report: &mut Report) 
             f.error.body(),
             f.hint.clone(),
         ));
-        rule_of.push(f.rule);
     }
     let mutated = rules::evaluate(
         &Input {
@@ -457,7 +460,6 @@ fn check_object(file: &str, obj: &Object, rules: &RuleSet, report: &mut Report) 
                 rules::spread::SKIP_ANNOTATION
             )),
         ));
-        rule_of.push(RuleId::TopologySpreadDefaults);
     }
     for note in &mutated.notes {
         let path = template.spec_path();
@@ -473,20 +475,9 @@ fn check_object(file: &str, obj: &Object, rules: &RuleSet, report: &mut Report) 
             message,
             None,
         ));
-        rule_of.push(RuleId::TopologySpreadDefaults);
     }
-    for (d, rule) in found.into_iter().zip(rule_of) {
-        if ignored.iter().any(|r| r == rule.as_str()) {
-            report.suppressed.push(Suppressed {
-                file: file.to_string(),
-                line: d.line,
-                object: d.object,
-                rule: d.rule,
-                reason: reason.clone(),
-            });
-        } else {
-            report.diagnostics.push(d);
-        }
+    for d in found {
+        report.record(d, &ignored, &reason);
     }
 }
 

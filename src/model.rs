@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, PodAffinityTerm, PodSchedulingGate, Toleration, TopologySpreadConstraint,
+    Affinity, NodeSelectorTerm, PodAffinityTerm, PodSchedulingGate, Toleration,
+    TopologySpreadConstraint,
 };
 use serde::Deserialize;
 
@@ -92,6 +93,17 @@ impl PodSpec {
 
     pub fn spread_constraints(&self) -> &[TopologySpreadConstraint] {
         self.topology_spread_constraints.as_deref().unwrap_or(&[])
+    }
+
+    /// Required node affinity terms; `None` when there is no required node affinity.
+    pub fn required_node_selector_terms(&self) -> Option<&[NodeSelectorTerm]> {
+        self.affinity
+            .as_ref()?
+            .node_affinity
+            .as_ref()?
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()
+            .map(|r| r.node_selector_terms.as_slice())
     }
 
     /// Required pod affinity terms.

@@ -479,16 +479,7 @@ pub fn cross_check(ws: &Value, target: &Target) -> Vec<Problem> {
     let n = names(ws["apiVersion"].as_str().unwrap_or(""));
     let sp = FieldPath::new("spec.subsets");
     let terms = subset_terms(ws);
-    let raw_required = target
-        .spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|na| {
-            na.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .map(|r| r.node_selector_terms.as_slice());
+    let raw_required = target.spec.required_node_selector_terms();
     let workload = pod_node_constraint(target.spec.node_selector(), raw_required);
     let has_empty_workload_term =
         raw_required.is_some_and(|ts| ts.iter().any(|t| Term::from_api(t).is_none()));

@@ -50,14 +50,8 @@ impl NodeMatcher {
     fn new(pod: &PodTemplate) -> NodeMatcher {
         let required = pod
             .spec
-            .affinity
-            .as_ref()
-            .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|na| {
-                na.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })
-            .map(|r| r.node_selector_terms.iter().map(Term::from_api).collect());
+            .required_node_selector_terms()
+            .map(|terms| terms.iter().map(Term::from_api).collect());
         NodeMatcher {
             selector: Term::from_node_selector(pod.spec.node_selector()),
             required,
