@@ -119,7 +119,7 @@ async fn handle(state: web::Data<State>, body: web::Bytes, endpoint: Endpoint) -
             let verdict = match (&r.verdict, r.allowed) {
                 (_, false) => "denied",
                 (Some(v), true) if !v.patch.is_empty() => "patched",
-                (Some(v), true) if !v.warnings().is_empty() => "warned",
+                (Some(v), true) if v.has_warnings() => "warned",
                 _ => "allowed",
             };
             let elapsed = start.elapsed();

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::json;
 
@@ -158,6 +159,113 @@ pub fn validate_label_selector(sel: &LabelSelector, path: &FieldPath) -> Vec<Fie
         errs.extend(validate_labels(labels, &path.child("matchLabels")));
     }
     errs
+}
+
+/// `ValidateNodeSelectorTerm`, with Kubernetes' messages.
+pub fn validate_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    for (j, r) in term
+        .match_expressions
+        .as_deref()
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+    {
+        let p = path.child("matchExpressions").index(j);
+        let values = r.values.as_deref().unwrap_or(&[]);
+        match r.operator.as_str() {
+            "In" | "NotIn" if values.is_empty() => out.push(FieldError::required(
+                p.child("values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !values.is_empty() => out.push(FieldError::forbidden(
+                p.child("values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "Gt" | "Lt" if values.len() != 1 || values[0].parse::<i64>().is_err() => {
+                out.push(FieldError::required(
+                    p.child("values"),
+                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
+                ))
+            }
+            "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
+            other => out.push(FieldError::not_supported(
+                p.child("operator"),
+                json!(other),
+                &["DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"],
+            )),
+        }
+        out.extend(validate_label_name(&r.key, &p.child("key")));
+    }
+    for (j, r) in term
+        .match_fields
+        .as_deref()
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+    {
+        let p = path.child("matchFields").index(j);
+        if r.key != "metadata.name" {
+            out.push(FieldError::not_supported(
+                p.child("key"),
+                json!(r.key),
+                &["metadata.name"],
+            ));
+        }
+        if r.operator != "In" && r.operator != "NotIn" {
+            out.push(FieldError::not_supported(
+                p.child("operator"),
+                json!(r.operator),
+                &["In", "NotIn"],
+            ));
+        }
+        if r.values.as_deref().unwrap_or(&[]).len() != 1 {
+            out.push(FieldError::required(
+                p.child("values"),
+                "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+            ));
+        }
+    }
+    out
+}
+
+/// `ValidateTolerations`.
+pub fn validate_toleration(t: &Toleration, path: &FieldPath) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let key = t.key.as_deref().unwrap_or("");
+    let op = t.operator.as_deref().unwrap_or("Equal");
+    if !key.is_empty() {
+        out.extend(validate_label_name(key, &path.child("key")));
+    } else if op != "Exists" {
+        out.push(FieldError::invalid(path.child("operator"), json!(op), "operator must be Exists when `key` is empty, which means \"match all values and all keys\""));
+    }
+    match op {
+        "Equal" | "" => {}
+        "Exists" => {
+            if !t.value.as_deref().unwrap_or("").is_empty() {
+                out.push(FieldError::invalid(
+                    path.child("operator"),
+                    json!(t.value),
+                    "value must be empty when `operator` is 'Exists'",
+                ));
+            }
+        }
+        other => out.push(FieldError::not_supported(
+            path.child("operator"),
+            json!(other),
+            &["Equal", "Exists"],
+        )),
+    }
+    if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty()) {
+        if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&e) {
+            out.push(FieldError::not_supported(
+                path.child("effect"),
+                json!(e),
+                &["NoExecute", "NoSchedule", "PreferNoSchedule"],
+            ));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

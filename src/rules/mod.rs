@@ -110,6 +110,15 @@ impl Verdict {
         self.findings.iter().filter(|f| f.action == Action::Deny)
     }
 
+    /// Whether [`Verdict::warnings`] would return anything, without formatting them.
+    pub fn has_warnings(&self) -> bool {
+        !self.notes.is_empty()
+            || self
+                .findings
+                .iter()
+                .any(|f| f.action == Action::Warn || f.hint.is_some())
+    }
+
     /// Warnings for the AdmissionResponse: warn-action findings, then every hint.
     pub fn warnings(&self) -> Vec<String> {
         let mut out: Vec<String> = self

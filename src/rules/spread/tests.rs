@@ -355,6 +355,9 @@ fn validation_action_and_update_ratchet() {
     let v = run(Phase::Validate, Operation::Create, "demo", &t, &rules);
     assert!(v.allowed());
     assert_eq!(v.warnings().len(), 1);
+    assert!(v.has_warnings());
+    let clean = run(Phase::Mutate, Operation::Create, "demo", &t, &rules);
+    assert_eq!(clean.has_warnings(), !clean.warnings().is_empty());
     // An UPDATE that leaves the constraints as they were is not judged again.
     let rules = RuleSet::default();
     let input = Input {
