@@ -4,9 +4,10 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(20000);
-    let body =
-        std::fs::read("testdata/admission-reviews/pod-update-add-nodeselector-gated.validate.json")
-            .unwrap();
+    let body = std::fs::read(std::env::args().nth(2).unwrap_or(
+        "testdata/admission-reviews/pod-update-add-nodeselector-gated.validate.json".into(),
+    ))
+    .unwrap();
     let rules = placement_guard::config::RuleSet::default();
     let t = std::time::Instant::now();
     for _ in 0..n {

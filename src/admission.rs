@@ -1,79 +1,40 @@
 //! AdmissionReview in, AdmissionReview out. Pure: the HTTPS handlers and the `review` command both
 //! call [`review`], so a request replayed offline gets exactly the server's answer.
 //!
-//! The envelope is read with kube's admission types; `object` and `oldObject` stay raw JSON until
-//! we know a rule cares about the request, and then only the fields the rules read are parsed.
+//! The body is scanned once. kube-apiserver writes `kind`, `subResource` and `operation` before
+//! `object` and `oldObject`, so by the time the objects arrive we know whether a rule reads them:
+//! those that matter are read straight into the views the rules use, the rest are skipped
+//! (still checked to be JSON). A body whose fields come in another order still works: objects
+//! met before we can decide are kept as raw JSON and read afterwards. A read that fails is
+//! repeated with every object kept raw, so the error names the right field.
 
-use std::borrow::Cow;
+use std::fmt;
 
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation as KubeOperation};
-use kube::core::{ObjectMeta, Resource, Status, TypeMeta};
-use serde::{Deserialize, Serialize};
+use kube::core::admission::{AdmissionResponse, Operation as KubeOperation};
+use kube::core::{GroupVersionKind, Status, TypeMeta};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::config::RuleSet;
 use crate::rules::{self, Input, Operation, Phase, RuleId, User, Verdict};
-use crate::workload::{self, Kind, PodTemplate};
+use crate::workload::{self, Kind, PodTemplate, TemplateSeed};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
-
-/// An object kept as raw JSON. It implements kube's `Resource` only so that it can sit inside
-/// `AdmissionRequest`; its metadata is read by our own views, never through `meta()`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(transparent)]
-pub struct RawObject {
-    raw: Box<RawValue>,
-    #[serde(skip)]
-    unread_meta: ObjectMeta,
-}
-
-impl RawObject {
-    pub fn json(&self) -> &str {
-        self.raw.get()
-    }
-}
-
-impl Resource for RawObject {
-    type DynamicType = ();
-    type Scope = k8s_openapi::NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("")
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("")
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("")
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed("")
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.unread_meta
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.unread_meta
-    }
-}
-
-/// `AdmissionReview` carries `apiVersion`/`kind` beside `request`; kube's own struct flattens them,
-/// which would buffer the raw objects, so the envelope is ours.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Envelope {
-    #[serde(default)]
-    api_version: Option<String>,
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    request: Option<AdmissionRequest<RawObject>>,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endpoint {
     Validate,
     Mutate,
+}
+
+impl Endpoint {
+    fn phase(self) -> Phase {
+        match self {
+            Endpoint::Validate => Phase::Validate,
+            Endpoint::Mutate => Phase::Mutate,
+        }
+    }
 }
 
 /// A request we cannot work with; the server answers HTTP 400 with this text.
@@ -113,7 +74,351 @@ fn operation_name(op: Operation) -> &'static str {
     }
 }
 
-fn parse_envelope(body: &[u8]) -> Result<(TypeMeta, AdmissionRequest<RawObject>), BadRequest> {
+/// What a request's object is to us, decided from the request's kind, operation and subresource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Use {
+    /// A rule reads its pod template.
+    Template(Kind),
+    /// A WorkloadSpread to validate.
+    Spread,
+    /// No rule reads it.
+    Ignore,
+}
+
+fn use_of(
+    kind: &GroupVersionKind,
+    op: Operation,
+    sub_resource: Option<&str>,
+    old: bool,
+    phase: Phase,
+    rules: &RuleSet,
+) -> Use {
+    if sub_resource.is_some_and(|s| !s.is_empty()) {
+        return Use::Ignore;
+    }
+    if kind.group == crate::workloadspread::GROUP && kind.kind == "WorkloadSpread" {
+        let wanted = !old && phase == Phase::Validate && rules.spec.workload_spread.enabled;
+        return if wanted { Use::Spread } else { Use::Ignore };
+    }
+    match Kind::from_group_kind(&kind.group, &kind.kind) {
+        Some(k) if (!old || op == Operation::Update) && rules::is_relevant(k, op, phase, rules) => {
+            Use::Template(k)
+        }
+        _ => Use::Ignore,
+    }
+}
+
+/// How the objects are read.
+#[derive(Clone, Copy)]
+enum Read<'r> {
+    /// Into views as soon as we know what they are for.
+    Direct { phase: Phase, rules: &'r RuleSet },
+    /// Kept raw: the second, explaining read after a direct read failed.
+    Deferred,
+}
+
+/// One of the request's objects as the single pass left it.
+enum Slot<'de> {
+    Absent,
+    Read(Box<PodTemplate>),
+    Raw(&'de RawValue),
+    Skipped,
+}
+
+struct SlotSeed(Option<Use>);
+
+impl<'de> DeserializeSeed<'de> for SlotSeed {
+    type Value = Slot<'de>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Slot<'de>, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SlotSeed {
+    type Value = Slot<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object or null")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Slot<'de>, E> {
+        Ok(Slot::Absent)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Slot<'de>, E> {
+        Ok(Slot::Absent)
+    }
+
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Slot<'de>, D::Error> {
+        Ok(match self.0 {
+            Some(Use::Template(k)) => Slot::Read(Box::new(TemplateSeed(k).deserialize(d)?)),
+            Some(Use::Ignore) => {
+                IgnoredAny::deserialize(d)?;
+                Slot::Skipped
+            }
+            Some(Use::Spread) | None => Slot::Raw(<&RawValue>::deserialize(d)?),
+        })
+    }
+}
+
+/// `request`: kube's `AdmissionRequest` with the same required fields, reading only what we use
+/// (the resource, request kind and options are only checked to be JSON), and the objects go
+/// through [`SlotSeed`].
+struct Request<'de> {
+    uid: String,
+    kind: GroupVersionKind,
+    sub_resource: Option<String>,
+    name: String,
+    namespace: Option<String>,
+    operation: KubeOperation,
+    user_info: UserInfo,
+    object: Slot<'de>,
+    old_object: Slot<'de>,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum RequestField {
+    Uid,
+    Kind,
+    Resource,
+    SubResource,
+    RequestKind,
+    RequestResource,
+    RequestSubResource,
+    Name,
+    Namespace,
+    Operation,
+    UserInfo,
+    Object,
+    OldObject,
+    DryRun,
+    Options,
+    #[serde(other)]
+    Other,
+}
+
+const REQUEST_FIELDS: &[&str] = &[
+    "uid",
+    "kind",
+    "resource",
+    "subResource",
+    "requestKind",
+    "requestResource",
+    "requestSubResource",
+    "name",
+    "namespace",
+    "operation",
+    "userInfo",
+    "object",
+    "oldObject",
+    "dryRun",
+    "options",
+];
+
+fn once<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+    slot: &mut Option<T>,
+    map: &mut A,
+    field: &'static str,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(de::Error::duplicate_field(field));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(())
+}
+
+/// `userInfo`, without `uid` and `extra`.
+#[derive(Deserialize)]
+struct UserInfo {
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    groups: Option<Vec<String>>,
+}
+
+struct RequestVisitor<'r>(Read<'r>);
+
+impl<'de> Visitor<'de> for RequestVisitor<'_> {
+    type Value = Request<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct AdmissionRequest")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Request<'de>, A::Error> {
+        let mut uid: Option<String> = None;
+        let mut kind: Option<GroupVersionKind> = None;
+        let mut resource: Option<IgnoredAny> = None;
+        let mut sub_resource: Option<Option<String>> = None;
+        let mut request_kind: Option<IgnoredAny> = None;
+        let mut request_resource: Option<IgnoredAny> = None;
+        let mut request_sub_resource: Option<IgnoredAny> = None;
+        let mut name: Option<String> = None;
+        let mut namespace: Option<Option<String>> = None;
+        let mut op: Option<KubeOperation> = None;
+        let mut user_info: Option<UserInfo> = None;
+        let mut object: Option<Slot<'de>> = None;
+        let mut old_object: Option<Slot<'de>> = None;
+        let mut dry_run: Option<IgnoredAny> = None;
+        let mut options: Option<IgnoredAny> = None;
+        while let Some(field) = map.next_key::<RequestField>()? {
+            match field {
+                RequestField::Uid => once(&mut uid, &mut map, "uid")?,
+                RequestField::Kind => once(&mut kind, &mut map, "kind")?,
+                RequestField::Resource => once(&mut resource, &mut map, "resource")?,
+                RequestField::SubResource => once(&mut sub_resource, &mut map, "subResource")?,
+                RequestField::RequestKind => once(&mut request_kind, &mut map, "requestKind")?,
+                RequestField::RequestResource => {
+                    once(&mut request_resource, &mut map, "requestResource")?
+                }
+                RequestField::RequestSubResource => {
+                    once(&mut request_sub_resource, &mut map, "requestSubResource")?
+                }
+                RequestField::Name => once(&mut name, &mut map, "name")?,
+                RequestField::Namespace => once(&mut namespace, &mut map, "namespace")?,
+                RequestField::Operation => once(&mut op, &mut map, "operation")?,
+                RequestField::UserInfo => once(&mut user_info, &mut map, "userInfo")?,
+                RequestField::Object | RequestField::OldObject => {
+                    let old = matches!(field, RequestField::OldObject);
+                    let (slot, name) = if old {
+                        (&mut old_object, "oldObject")
+                    } else {
+                        (&mut object, "object")
+                    };
+                    if slot.is_some() {
+                        return Err(de::Error::duplicate_field(name));
+                    }
+                    let decided = match (self.0, &kind, &op) {
+                        (Read::Direct { phase, rules }, Some(k), Some(o)) => Some(use_of(
+                            k,
+                            operation(o),
+                            sub_resource.as_ref().and_then(|s| s.as_deref()),
+                            old,
+                            phase,
+                            rules,
+                        )),
+                        _ => None,
+                    };
+                    *slot = Some(map.next_value_seed(SlotSeed(decided))?);
+                }
+                RequestField::DryRun => once(&mut dry_run, &mut map, "dryRun")?,
+                RequestField::Options => once(&mut options, &mut map, "options")?,
+                RequestField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Request {
+            uid: uid.ok_or_else(|| de::Error::missing_field("uid"))?,
+            kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
+            sub_resource: match resource {
+                Some(_) => sub_resource.flatten(),
+                None => return Err(de::Error::missing_field("resource")),
+            },
+            name: name.unwrap_or_default(),
+            namespace: namespace.flatten(),
+            operation: op.ok_or_else(|| de::Error::missing_field("operation"))?,
+            user_info: user_info.ok_or_else(|| de::Error::missing_field("userInfo"))?,
+            object: object.unwrap_or(Slot::Absent),
+            old_object: old_object.unwrap_or(Slot::Absent),
+        })
+    }
+}
+
+struct RequestSeed<'r>(Read<'r>);
+
+impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
+    type Value = Option<Request<'de>>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RequestSeed<'_> {
+    type Value = Option<Request<'de>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct AdmissionRequest")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_struct("AdmissionRequest", REQUEST_FIELDS, RequestVisitor(self.0))
+            .map(Some)
+    }
+}
+
+/// The AdmissionReview around the request.
+struct Review<'de> {
+    api_version: Option<String>,
+    kind: Option<String>,
+    request: Option<Request<'de>>,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum ReviewField {
+    ApiVersion,
+    Kind,
+    Request,
+    #[serde(other)]
+    Other,
+}
+
+struct ReviewVisitor<'r>(Read<'r>);
+
+impl<'de> Visitor<'de> for ReviewVisitor<'_> {
+    type Value = Review<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct AdmissionReview")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Review<'de>, A::Error> {
+        let mut api_version: Option<Option<String>> = None;
+        let mut kind: Option<Option<String>> = None;
+        let mut request: Option<Option<Request<'de>>> = None;
+        while let Some(field) = map.next_key::<ReviewField>()? {
+            match field {
+                ReviewField::ApiVersion => once(&mut api_version, &mut map, "apiVersion")?,
+                ReviewField::Kind => once(&mut kind, &mut map, "kind")?,
+                ReviewField::Request => {
+                    if request.is_some() {
+                        return Err(de::Error::duplicate_field("request"));
+                    }
+                    request = Some(map.next_value_seed(RequestSeed(self.0))?);
+                }
+                ReviewField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Review {
+            api_version: api_version.flatten(),
+            kind: kind.flatten(),
+            request: request.flatten(),
+        })
+    }
+}
+
+fn read_review<'de>(body: &'de [u8], read: Read<'_>) -> Result<Review<'de>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let review = de::Deserializer::deserialize_map(&mut de, ReviewVisitor(read))?;
+    de.end()?;
+    Ok(review)
+}
+
+fn parse_review<'de>(
+    body: &'de [u8],
+    phase: Phase,
+    rules: &RuleSet,
+) -> Result<(TypeMeta, Request<'de>), BadRequest> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| *b != b'{')
         && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
@@ -122,13 +427,15 @@ fn parse_envelope(body: &[u8]) -> Result<(TypeMeta, AdmissionRequest<RawObject>)
             "request body is not an AdmissionReview: expected a JSON object".to_string(),
         ));
     }
-    let env: Envelope = serde_json::from_slice(body).map_err(|e| {
-        if e.is_syntax() || e.is_eof() {
-            BadRequest(format!("request body is not valid JSON: {e}"))
-        } else {
-            BadRequest(format!("request body is not an AdmissionReview: {e}"))
-        }
-    })?;
+    let env = read_review(body, Read::Direct { phase, rules })
+        .or_else(|_| read_review(body, Read::Deferred))
+        .map_err(|e| {
+            if e.is_syntax() || e.is_eof() {
+                BadRequest(format!("request body is not valid JSON: {e}"))
+            } else {
+                BadRequest(format!("request body is not an AdmissionReview: {e}"))
+            }
+        })?;
     let kind = env.kind.unwrap_or_default();
     if kind != "AdmissionReview" {
         return Err(BadRequest(format!(
@@ -141,109 +448,132 @@ fn parse_envelope(body: &[u8]) -> Result<(TypeMeta, AdmissionRequest<RawObject>)
             "unsupported AdmissionReview apiVersion {api_version:?}; this server speaks {API_VERSION:?} (set admissionReviewVersions: [v1])"
         )));
     }
-    let mut req = env
+    let req = env
         .request
         .ok_or_else(|| BadRequest("AdmissionReview has no request".to_string()))?;
-    let types = TypeMeta { api_version, kind };
-    req.types = types.clone();
-    Ok((types, req))
+    Ok((TypeMeta { api_version, kind }, req))
 }
 
-fn parse_object(
+/// The pod template of an object a rule reads, whichever way the single pass left it.
+fn template_of(
+    slot: Slot,
     kind: Kind,
-    obj: &Option<RawObject>,
     field: &str,
     op: Operation,
 ) -> Result<PodTemplate, BadRequest> {
-    let raw = obj.as_ref().ok_or_else(|| {
-        BadRequest(format!(
+    match slot {
+        Slot::Read(t) => Ok(*t),
+        Slot::Raw(raw) => workload::parse_json(kind, raw.get()).map_err(|e| {
+            let at = if e.path.is_empty() || e.path == "." {
+                String::new()
+            } else {
+                format!(".{}", e.path)
+            };
+            BadRequest(format!(
+                "request.{field}{at}: cannot read {}: {}",
+                e.kind, e.message
+            ))
+        }),
+        Slot::Absent => Err(BadRequest(format!(
             "request.{field} is required for {} of {}",
             operation_name(op),
             kind.resource()
-        ))
-    })?;
-    workload::parse_json(kind, raw.json()).map_err(|e| {
-        let at = if e.path.is_empty() || e.path == "." {
-            String::new()
-        } else {
-            format!(".{}", e.path)
-        };
-        BadRequest(format!(
-            "request.{field}{at}: cannot read {}: {}",
-            e.kind, e.message
-        ))
-    })
+        ))),
+        // `use_of` only grows stricter as later fields arrive, so a skipped object stays unused.
+        Slot::Skipped => Err(BadRequest(format!(
+            "internal error: request.{field} was skipped but is needed"
+        ))),
+    }
+}
+
+/// An allowing response to the request with this uid; the verdict fills in the rest.
+fn allowing(types: TypeMeta, uid: &str) -> AdmissionResponse {
+    let mut r = AdmissionResponse::invalid("");
+    r.types = types;
+    r.uid = uid.to_string();
+    r.allowed = true;
+    r.result = Status::default();
+    r
 }
 
 /// Answers one AdmissionReview body.
 pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Reviewed, BadRequest> {
-    let (_types, req) = parse_envelope(body)?;
+    let phase = endpoint.phase();
+    let (types, req) = parse_review(body, phase, rules)?;
     let op = operation(&req.operation);
-    let response = AdmissionResponse::from(&req);
-    let mut reviewed = Reviewed {
+    let response = allowing(types, &req.uid);
+    let reviewed = Reviewed {
         body: Vec::new(),
         allowed: true,
-        uid: req.uid.clone(),
-        namespace: req.namespace.clone().unwrap_or_default(),
-        name: req.name.clone(),
+        uid: req.uid,
+        namespace: req.namespace.unwrap_or_default(),
+        name: req.name,
         operation: operation_name(op),
         rules: Vec::new(),
         verdict: None,
     };
-    let kind = Kind::from_group_kind(&req.kind.group, &req.kind.kind);
-    let subresource = req.sub_resource.as_deref().is_some_and(|s| !s.is_empty());
-    let phase = match endpoint {
-        Endpoint::Validate => Phase::Validate,
-        Endpoint::Mutate => Phase::Mutate,
+    let user = User {
+        username: req.user_info.username.as_deref().unwrap_or(""),
+        groups: req.user_info.groups.as_deref().unwrap_or(&[]),
     };
-    let is_spread =
-        req.kind.group == crate::workloadspread::GROUP && req.kind.kind == "WorkloadSpread";
-    if is_spread && !subresource && phase == Phase::Validate && rules.spec.workload_spread.enabled {
-        let raw = req.object.as_ref().ok_or_else(|| {
-            BadRequest(format!(
-                "request.object is required for {} of workloadspreads",
-                operation_name(op)
-            ))
-        })?;
-        let value: serde_json::Value = serde_json::from_str(raw.json())
-            .map_err(|e| BadRequest(format!("request.object: cannot read WorkloadSpread: {e}")))?;
-        let input = Input {
-            phase,
-            operation: op,
-            namespace: &reviewed.namespace,
-            user: User::default(),
-            object: None,
-            old_object: None,
-            spread: Some(&value),
-        };
-        let verdict = rules::evaluate(&input, rules);
-        return finish(reviewed, response, verdict);
+    match use_of(
+        &req.kind,
+        op,
+        req.sub_resource.as_deref(),
+        false,
+        phase,
+        rules,
+    ) {
+        Use::Spread => {
+            let raw = match req.object {
+                Slot::Raw(raw) => raw,
+                _ => {
+                    return Err(BadRequest(format!(
+                        "request.object is required for {} of workloadspreads",
+                        operation_name(op)
+                    )))
+                }
+            };
+            let value: serde_json::Value = serde_json::from_str(raw.get()).map_err(|e| {
+                BadRequest(format!("request.object: cannot read WorkloadSpread: {e}"))
+            })?;
+            let input = Input {
+                phase,
+                operation: op,
+                namespace: &reviewed.namespace,
+                user: User::default(),
+                object: None,
+                old_object: None,
+                spread: Some(&value),
+            };
+            let verdict = rules::evaluate(&input, rules);
+            finish(reviewed, response, verdict)
+        }
+        Use::Template(kind) => {
+            let object = template_of(req.object, kind, "object", op)?;
+            let old = if op == Operation::Update {
+                Some(template_of(req.old_object, kind, "oldObject", op)?)
+            } else {
+                None
+            };
+            let input = Input {
+                phase,
+                operation: op,
+                namespace: &reviewed.namespace,
+                user,
+                object: Some(&object),
+                old_object: old.as_ref(),
+                spread: None,
+            };
+            let verdict = rules::evaluate(&input, rules);
+            finish(reviewed, response, verdict)
+        }
+        Use::Ignore => {
+            let mut reviewed = reviewed;
+            reviewed.body = encode(response)?;
+            Ok(reviewed)
+        }
     }
-    let relevant = kind.is_some_and(|k| !subresource && rules::is_relevant(k, op, phase, rules));
-    if let (true, Some(kind)) = (relevant, kind) {
-        let object = parse_object(kind, &req.object, "object", op)?;
-        let old = if op == Operation::Update {
-            Some(parse_object(kind, &req.old_object, "oldObject", op)?)
-        } else {
-            None
-        };
-        let input = Input {
-            phase,
-            operation: op,
-            namespace: &reviewed.namespace,
-            user: User {
-                username: req.user_info.username.as_deref().unwrap_or(""),
-                groups: req.user_info.groups.as_deref().unwrap_or(&[]),
-            },
-            object: Some(&object),
-            old_object: old.as_ref(),
-            spread: None,
-        };
-        let verdict = rules::evaluate(&input, rules);
-        return finish(reviewed, response, verdict);
-    }
-    reviewed.body = encode(response)?;
-    Ok(reviewed)
 }
 
 /// Puts a verdict into the response and the decision record.
@@ -513,6 +843,15 @@ mod tests {
                 pod_update(r#","object":[1]"#, r#","oldObject":{"spec":{}}"#),
                 "request.object: cannot read Pod: expected a JSON object",
             ),
+            // serde's derived structs would read an empty array as an empty object.
+            (
+                pod_update(r#","object":{"spec":{}}"#, r#","oldObject":[]"#),
+                "request.oldObject: cannot read Pod: expected a JSON object",
+            ),
+            (
+                pod_update(r#","object":{"spec":{}}"#, r#","oldObject":{"spec":{}},"object":{}"#),
+                "request body is not an AdmissionReview: duplicate field `object` at line 1 column 324",
+            ),
         ];
         for (body, want) in cases {
             let err = review(&body, Endpoint::Validate, &rules).unwrap_err();
@@ -540,6 +879,92 @@ mod tests {
             let r = review(body.as_bytes(), Endpoint::Validate, &rules).unwrap();
             assert!(r.allowed);
             assert!(r.rules.is_empty());
+        }
+    }
+
+    fn slots(body: &[u8], phase: Phase) -> (String, String) {
+        let name = |s: &Slot| {
+            match s {
+                Slot::Absent => "absent",
+                Slot::Read(_) => "read",
+                Slot::Raw(_) => "raw",
+                Slot::Skipped => "skipped",
+            }
+            .to_string()
+        };
+        let rules = RuleSet::default();
+        let r = read_review(
+            body,
+            Read::Direct {
+                phase,
+                rules: &rules,
+            },
+        )
+        .unwrap();
+        let req = r.request.unwrap();
+        (name(&req.object), name(&req.old_object))
+    }
+
+    #[test]
+    fn objects_are_read_in_the_same_pass_when_the_apiserver_order_allows() {
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let gated = fixture("pod-update-add-nodeselector-gated.validate.json");
+        assert_eq!(slots(&gated, Phase::Validate), s("read", "read"));
+        let create = fixture("pod-create-jsonpatch-spread.mutate.json");
+        assert_eq!(slots(&create, Phase::Mutate), s("read", "absent"));
+        // Nothing reads a ConfigMap or a status update: skipped, not kept.
+        let other = String::from_utf8(pod_update(r#","object":{}"#, r#","oldObject":{}"#))
+            .unwrap()
+            .replace(r#""kind":"Pod""#, r#""kind":"ConfigMap""#);
+        assert_eq!(
+            slots(other.as_bytes(), Phase::Validate),
+            s("skipped", "skipped")
+        );
+        let status = String::from_utf8(pod_update(r#","object":{}"#, r#","oldObject":{}"#))
+            .unwrap()
+            .replace(
+                r#""namespace":"demo""#,
+                r#""namespace":"demo","subResource":"status""#,
+            );
+        assert_eq!(
+            slots(status.as_bytes(), Phase::Validate),
+            s("skipped", "skipped")
+        );
+        // Objects before `operation` (keys sorted): kept raw, read afterwards.
+        let sorted =
+            serde_json::to_vec(&serde_json::from_slice::<serde_json::Value>(&gated).unwrap())
+                .unwrap();
+        assert_eq!(slots(&sorted, Phase::Validate), s("raw", "raw"));
+    }
+
+    #[test]
+    fn the_answer_does_not_depend_on_field_order() {
+        let dir = format!("{}/testdata/admission-reviews", env!("CARGO_MANIFEST_DIR"));
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        names.sort();
+        assert!(names.len() > 30);
+        let mut rules = RuleSet::default();
+        rules.spec.workload_spread.enabled = true;
+        for name in names {
+            let body = fixture(&name);
+            // serde_json's map sorts keys: `object` then comes before `operation`.
+            let sorted =
+                serde_json::to_vec(&serde_json::from_slice::<serde_json::Value>(&body).unwrap())
+                    .unwrap();
+            for endpoint in [Endpoint::Validate, Endpoint::Mutate] {
+                let a = review(&body, endpoint, &rules).unwrap();
+                let b = review(&sorted, endpoint, &rules).unwrap();
+                assert_eq!(
+                    String::from_utf8(a.body).unwrap(),
+                    String::from_utf8(b.body).unwrap(),
+                    "{name} {endpoint:?}"
+                );
+                assert_eq!(a.rules, b.rules, "{name}");
+            }
         }
     }
 }

@@ -21,10 +21,85 @@ pub struct ObjectMeta {
     pub namespace: Option<String>,
     #[serde(default)]
     pub labels: Option<BTreeMap<String, String>>,
-    #[serde(default)]
+    /// Only this tool's own annotations (`placement-guard.io/...`) are kept: the others, above
+    /// all kubectl's last-applied-configuration, can be kilobytes that no rule reads.
+    #[serde(default, deserialize_with = "own_annotations")]
     pub annotations: Option<BTreeMap<String, String>>,
     #[serde(default)]
     pub owner_references: Option<Vec<OwnerReference>>,
+}
+
+/// The prefix of the annotations this tool reads.
+pub const ANNOTATION_PREFIX: &str = "placement-guard.io/";
+
+/// A map key, borrowed from the input unless it had escapes.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_string())))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+fn own_annotations<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    struct Own;
+    impl<'de> serde::de::Visitor<'de> for Own {
+        type Value = Option<BTreeMap<String, String>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of annotations")
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut own = BTreeMap::new();
+            while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+                if key.starts_with(ANNOTATION_PREFIX) {
+                    own.insert(key.into_owned(), map.next_value::<String>()?);
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(Some(own))
+        }
+    }
+    d.deserialize_option(Own)
 }
 
 impl ObjectMeta {
@@ -132,5 +207,37 @@ impl PodSpec {
 
     pub fn is_gated(&self) -> bool {
         !self.scheduling_gates().is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_own_annotations_are_kept() {
+        let m: ObjectMeta = serde_json::from_str(
+            r#"{"annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": "{\"kind\":\"Pod\"}",
+                "placement-guard.io/spread-defaults": "skip",
+                "placement-guard.io/\u0078": "escaped key",
+                "other": 7
+            }}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            m.annotation(crate::rules::spread::SKIP_ANNOTATION),
+            Some("skip")
+        );
+        assert_eq!(m.annotation("placement-guard.io/x"), Some("escaped key"));
+        assert_eq!(m.annotations.as_ref().map(BTreeMap::len), Some(2));
+        let m: ObjectMeta = serde_json::from_str(r#"{"annotations": null}"#).unwrap();
+        assert_eq!(m.annotations, None);
+        // Our own annotations must still be strings.
+        assert!(serde_json::from_str::<ObjectMeta>(
+            r#"{"annotations": {"placement-guard.io/a": 1}}"#
+        )
+        .is_err());
+        assert!(crate::rules::spread::SKIP_ANNOTATION.starts_with(ANNOTATION_PREFIX));
     }
 }

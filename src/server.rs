@@ -124,17 +124,29 @@ async fn handle(state: web::Data<State>, body: web::Bytes, endpoint: Endpoint) -
             };
             let elapsed = start.elapsed();
             state.metrics.observe(endpoint, &names, verdict, elapsed);
-            tracing::info!(
-                uid = %r.uid,
-                namespace = %r.namespace,
-                name = %r.name,
-                operation = r.operation,
-                endpoint = ?endpoint,
-                rules = %names.join(","),
-                allowed = r.allowed,
-                micros = elapsed.as_micros() as u64,
-                "admission decision"
-            );
+            // Decisions that change something are logged; plain allows are only counted (a log
+            // line costs about as much as the review itself), and RUST_LOG=debug shows them too.
+            macro_rules! decision {
+                ($level:ident) => {
+                    tracing::$level!(
+                        uid = %r.uid,
+                        namespace = %r.namespace,
+                        name = %r.name,
+                        operation = r.operation,
+                        endpoint = ?endpoint,
+                        rules = %names.join(","),
+                        verdict,
+                        allowed = r.allowed,
+                        micros = elapsed.as_micros() as u64,
+                        "admission decision"
+                    )
+                };
+            }
+            if verdict == "allowed" {
+                decision!(debug);
+            } else {
+                decision!(info);
+            }
             HttpResponse::Ok()
                 .content_type("application/json")
                 .body(r.body)

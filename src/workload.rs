@@ -340,6 +340,36 @@ pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
     parse(false).or_else(|_| parse(true))
 }
 
+/// Reads the pod template of an object of the given kind straight from a deserializer that is
+/// part-way through a larger document (the AdmissionReview), so the object is scanned once.
+/// Only a JSON object is accepted: serde's derived structs would also take an array.
+pub struct TemplateSeed(pub Kind);
+
+impl<'de> serde::de::DeserializeSeed<'de> for TemplateSeed {
+    type Value = PodTemplate;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<PodTemplate, D::Error> {
+        de.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for TemplateSeed {
+    type Value = PodTemplate;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a {} object", self.0.name())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<PodTemplate, A::Error> {
+        parse_with(
+            self.0,
+            serde::de::value::MapAccessDeserializer::new(map),
+            false,
+        )
+        .map_err(serde::de::Error::custom)
+    }
+}
+
 /// Reads the pod template of an already parsed object (manifests read by `check`).
 pub fn parse_value(kind: Kind, value: &Value) -> Result<PodTemplate, ParseError> {
     if !value.is_object() {

@@ -260,14 +260,8 @@ async fn sigterm_finishes_in_flight_requests_then_exits() {
     );
 }
 
-#[actix_rt::test]
-async fn json_logs_have_one_line_per_decision() {
-    let s = start(&["--log-format", "json"]);
-    let c = client(&s.ca);
-    c.post(format!("{}/validate", s.base))
-        .send_body(fixture("pod-create-denied.validate.json"))
-        .await
-        .unwrap();
+/// The decision lines in a server's JSON log, once `want` of them are there.
+async fn decision_lines(s: &common::Server, want: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let log = s.stderr();
@@ -278,17 +272,52 @@ async fn json_logs_have_one_line_per_decision() {
             })
             .filter(|v| v["fields"]["message"] == "admission decision")
             .collect();
-        if let Some(d) = decisions.first() {
-            let f = &d["fields"];
-            assert_eq!(f["uid"], "026b30ea-b7e4-48f4-b596-4026f9f35eac");
-            assert_eq!(f["namespace"], "demo");
-            assert_eq!(f["operation"], "CREATE");
-            assert_eq!(f["allowed"], false);
-            assert!(f["rules"].as_str().unwrap().contains("hard-anti-affinity"));
-            assert!(f["micros"].as_u64().is_some());
-            break;
+        if decisions.len() >= want {
+            return decisions;
         }
-        assert!(Instant::now() < deadline, "no decision line in {log}");
+        assert!(
+            Instant::now() < deadline,
+            "no {want} decision lines in {log}"
+        );
         actix_rt::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[actix_rt::test]
+async fn json_logs_have_one_line_per_decision_that_changes_something() {
+    let s = start(&["--log-format", "json"]);
+    let c = client(&s.ca);
+    // A plain allow first: at the default level it is counted, not logged.
+    for name in [
+        "pod-update-labels-only-ungated.validate.json",
+        "pod-create-denied.validate.json",
+    ] {
+        c.post(format!("{}/validate", s.base))
+            .send_body(fixture(name))
+            .await
+            .unwrap();
+    }
+    let decisions = decision_lines(&s, 1).await;
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    let f = &decisions[0]["fields"];
+    assert_eq!(f["uid"], "026b30ea-b7e4-48f4-b596-4026f9f35eac");
+    assert_eq!(f["namespace"], "demo");
+    assert_eq!(f["operation"], "CREATE");
+    assert_eq!(f["allowed"], false);
+    assert_eq!(f["verdict"], "denied");
+    assert!(f["rules"].as_str().unwrap().contains("hard-anti-affinity"));
+    assert!(f["micros"].as_u64().is_some());
+    assert_eq!(decisions[0]["level"], "INFO");
+
+    // RUST_LOG=debug shows every decision.
+    let s = common::start_env(&["--log-format", "json"], &[("RUST_LOG", "debug")]);
+    let c = client(&s.ca);
+    let body = fixture("pod-update-labels-only-ungated.validate.json");
+    c.post(format!("{}/validate", s.base))
+        .send_body(body)
+        .await
+        .unwrap();
+    let decisions = decision_lines(&s, 1).await;
+    assert_eq!(decisions[0]["fields"]["verdict"], "allowed");
+    assert_eq!(decisions[0]["level"], "DEBUG");
 }

@@ -37,8 +37,15 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 /// Starts `serve` on an ephemeral port with a generated certificate and waits for its
 /// "listening on" line (no sleeping).
 pub fn start(extra: &[&str]) -> Server {
+    start_env(extra, &[])
+}
+
+/// [`start`] with environment variables (`RUST_LOG` is unset unless given here).
+pub fn start_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
     let dir = temp_dir("srv");
     let mut child = Command::new(BIN)
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
         .args([
             "serve",
             "--addr",
