@@ -2,8 +2,13 @@
 """Admission load benchmark (`make bench`): the release server against a no-op baseline built
 from the same stack, driven over HTTPS with keep-alive by oha, on recorded ~7 KB AdmissionReviews.
 
-Closed loop at 1, 16 and 64 connections (throughput), a fixed offered rate with latency
-correction (percentiles without coordinated omission), and the server's RSS sampled throughout.
+Bodies: the recorded fixtures are stored pretty-printed; kube-apiserver sends compact JSON
+(Go's encoding/json), so each case is sent as the apiserver sends it (wire form), and the gated
+pod UPDATE also as stored (12 KB), to show what size costs.
+
+Closed loop at 1, 16 and 64 connections (throughput, and each server's CPU time per request
+read from /proc), a fixed offered rate with latency correction (percentiles without coordinated
+omission) at 64 and 8 connections, and the server's RSS sampled throughout.
 Every figure is printed with its ratio to the baseline measured in the same run.
 Environment: BENCH_SECONDS (closed-loop run length, default 10), BENCH_RATE (default 2000),
 BENCH_SOAK (seconds of the fixed-rate run on /validate used for the memory figure, default 30;
@@ -18,10 +23,12 @@ RATE = int(os.environ.get("BENCH_RATE", "2000"))
 SOAK = int(os.environ.get("BENCH_SOAK", "30"))
 WORKERS = "2"
 
+# (name, path, fixture, wire form?)
 CASES = [
-    ("validate: gated pod UPDATE tightening nodeSelector", "/validate", "pod-update-add-nodeselector-gated.validate.json"),
-    ("validate: Deployment CREATE with zone anti-affinity", "/validate", "deployment-create-zone-anti-affinity.validate.json"),
-    ("mutate: pod CREATE getting spread defaults", "/mutate", "pod-create-jsonpatch-spread.mutate.json"),
+    ("validate: gated pod UPDATE tightening nodeSelector", "/validate", "pod-update-add-nodeselector-gated.validate.json", True),
+    ("validate: Deployment CREATE with zone anti-affinity", "/validate", "deployment-create-zone-anti-affinity.validate.json", True),
+    ("mutate: pod CREATE getting spread defaults", "/mutate", "pod-create-jsonpatch-spread.mutate.json", True),
+    ("validate: gated pod UPDATE, pretty-printed as stored", "/validate", "pod-update-add-nodeselector-gated.validate.json", False),
 ]
 
 
@@ -43,6 +50,24 @@ def start(cmd, tmp, name):
         if p.poll() is not None:
             break
     sys.exit(f"{name} did not start; see {log.name}")
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process and all its threads."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def body_file(tmp, fixture, wire):
+    """The fixture as stored, or compacted the way kube-apiserver sends it."""
+    src = os.path.join(FIX, fixture)
+    if not wire:
+        return src
+    dst = os.path.join(tmp, "wire-" + fixture)
+    with open(src) as f, open(dst, "w") as out:
+        json.dump(json.load(f), out, separators=(",", ":"))
+    return dst
 
 
 def rss_kib(pid):
@@ -67,18 +92,21 @@ class Sampler(threading.Thread):
             time.sleep(0.5)
 
 
-def run_oha(url, body, conns, seconds, rate=None):
+def run_oha(url, body, conns, seconds, rate=None, pid=None):
     cmd = [oha(), "--no-tui", "--output-format", "json", "--insecure", "-z", f"{seconds}s", "-c", str(conns),
            "-m", "POST", "-H", "content-type: application/json", "-D", body]
     if rate:
         cmd += ["-q", str(rate), "--latency-correction"]
+    cpu0 = cpu_seconds(pid) if pid else 0
     out = subprocess.run(cmd + [url], capture_output=True, text=True, check=True).stdout
+    cpu = cpu_seconds(pid) - cpu0 if pid else 0
     j = json.loads(out)
     s = j["summary"]
     pct = j.get("latencyPercentiles", {})
     codes = j.get("statusCodeDistribution", {})
+    n = sum(codes.values()) or 1
     return {"rps": s["requestsPerSec"], "p50": pct.get("p50", 0) * 1000, "p99": pct.get("p99", 0) * 1000,
-            "ok": s.get("successRate", 0), "codes": codes}
+            "ok": s.get("successRate", 0), "codes": codes, "cpu_us": cpu * 1e6 / n}
 
 
 def main():
@@ -94,25 +122,28 @@ def main():
     sampler.start()
     try:
         print(f"machine: {os.cpu_count()} cores; {WORKERS} workers each; oha closed loop {SECONDS}s, fixed rate {RATE}/s")
-        print("\n## closed loop: requests/s (ratio to the no-op baseline)")
+        bodies = [(name, path, body_file(tmp, fixture, wire)) for name, path, fixture, wire in CASES]
+        for name, _, body in bodies:
+            print(f"  {os.path.getsize(body):>6} bytes  {name}")
+        print("\n## closed loop: requests/s (ratio to the no-op baseline); server CPU per request in µs")
         for conns in (1, 16, 64):
-            for name, path, fixture in CASES:
-                body = os.path.join(FIX, fixture)
-                b = run_oha(b_url + path, body, conns, SECONDS)
-                r = run_oha(s_url + path, body, conns, SECONDS)
+            for name, path, body in bodies:
+                b = run_oha(b_url + path, body, conns, SECONDS, pid=base.pid)
+                r = run_oha(s_url + path, body, conns, SECONDS, pid=server.pid)
                 bad = {k: v for k, v in r["codes"].items() if k != "200"}
                 print(f"c={conns:<3} {name:<52} {r['rps']:>9.0f}  baseline {b['rps']:>9.0f}  ratio {r['rps'] / b['rps']:.2f}"
+                      f"  cpu {r['cpu_us']:.1f} vs {b['cpu_us']:.1f}"
                       + (f"  non-200: {bad}" if bad else ""))
-        print(f"\n## fixed rate {RATE}/s, 64 connections, latency corrected: p50 / p99 in ms")
-        for name, path, fixture in CASES:
-            body = os.path.join(FIX, fixture)
-            b = run_oha(b_url + path, body, 64, SECONDS, RATE)
-            r = run_oha(s_url + path, body, 64, SECONDS, RATE)
-            print(f"{name:<52} p50 {r['p50']:.3f} (baseline {b['p50']:.3f}, ratio {r['p50'] / max(b['p50'], 1e-9):.2f})"
-                  f"  p99 {r['p99']:.3f} (baseline {b['p99']:.3f})")
+        for conns in (64, 8):
+            print(f"\n## fixed rate {RATE}/s, {conns} connections, latency corrected: p50 / p99 in ms")
+            for name, path, body in bodies:
+                b = run_oha(b_url + path, body, conns, SECONDS, RATE)
+                r = run_oha(s_url + path, body, conns, SECONDS, RATE)
+                print(f"{name:<52} p50 {r['p50']:.3f} (baseline {b['p50']:.3f}, ratio {r['p50'] / max(b['p50'], 1e-9):.2f})"
+                      f"  p99 {r['p99']:.3f} (baseline {b['p99']:.3f})")
         print(f"\n## memory: {SOAK}s at {RATE}/s on /validate")
         start_rss = rss_kib(server.pid)
-        run_oha(s_url + CASES[0][1], os.path.join(FIX, CASES[0][2]), 64, SOAK, RATE)
+        run_oha(s_url + bodies[0][1], bodies[0][2], 64, SOAK, RATE)
         end_rss = rss_kib(server.pid)
         peak = max(kib for _, kib in sampler.samples)
         print(f"server RSS: start of soak {start_rss / 1024:.1f} MiB, end {end_rss / 1024:.1f} MiB, peak over the whole run {peak / 1024:.1f} MiB")

@@ -39,6 +39,7 @@ fn main() -> std::io::Result<()> {
                 .route("/mutate", web::post().to(allow))
         })
         .workers(workers)
+        .tcp_nodelay(true)
         .bind_openssl(&addr, acceptor)?;
         for a in server.addrs() {
             println!("listening on https://{a}");

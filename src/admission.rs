@@ -408,10 +408,20 @@ impl<'de> Visitor<'de> for ReviewVisitor<'_> {
 }
 
 fn read_review<'de>(body: &'de [u8], read: Read<'_>) -> Result<Review<'de>, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let review = de::Deserializer::deserialize_map(&mut de, ReviewVisitor(read))?;
-    de.end()?;
-    Ok(review)
+    fn run<'de, R: serde_json::de::Read<'de>>(
+        mut de: serde_json::Deserializer<R>,
+        read: Read<'_>,
+    ) -> Result<Review<'de>, serde_json::Error> {
+        let review = de::Deserializer::deserialize_map(&mut de, ReviewVisitor(read))?;
+        de.end()?;
+        Ok(review)
+    }
+    // One UTF-8 check of the whole body is cheaper than serde_json's check of every string it
+    // reads from bytes; a body that fails it is read from bytes for serde_json's exact error.
+    match std::str::from_utf8(body) {
+        Ok(text) => run(serde_json::Deserializer::from_str(text), read),
+        Err(_) => run(serde_json::Deserializer::from_slice(body), read),
+    }
 }
 
 fn parse_review<'de>(

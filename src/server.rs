@@ -258,6 +258,9 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     let mut server =
         HttpServer::new(move || App::new().app_data(app_state.clone()).configure(configure))
             .disable_signals()
+            // As Go's net package does for the apiserver's side: answers are small and must not
+            // wait for the peer's delayed ACK.
+            .tcp_nodelay(true)
             .shutdown_timeout(opts.shutdown_timeout.as_secs());
     if let Some(w) = opts.workers {
         server = server.workers(w);

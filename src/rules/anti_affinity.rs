@@ -73,6 +73,10 @@ pub fn check(
     namespace: &str,
     cfg: &HardAntiAffinity,
 ) -> Vec<Flagged> {
+    let terms = object.spec.required_pod_anti_affinity();
+    if terms.is_empty() {
+        return Vec::new();
+    }
     let old_terms = old
         .map(|o| o.spec.required_pod_anti_affinity())
         .unwrap_or(&[]);
@@ -83,7 +87,7 @@ pub fn check(
         .child("requiredDuringSchedulingIgnoredDuringExecution");
     let allowed = cfg.allowed_topology_keys.join(", ");
     let mut out = Vec::new();
-    for (i, term) in object.spec.required_pod_anti_affinity().iter().enumerate() {
+    for (i, term) in terms.iter().enumerate() {
         if cfg
             .allowed_topology_keys
             .iter()

@@ -109,9 +109,11 @@ fn user_allowed(user: &User, allowed: &[String]) -> bool {
 }
 
 fn toleration_eq_but_seconds(old: &Toleration, new: &Toleration) -> bool {
-    let mut o = old.clone();
-    o.toleration_seconds = new.toleration_seconds;
-    o.sem_eq(new)
+    use super::semantic::str_eq;
+    str_eq(&old.key, &new.key)
+        && str_eq(&old.operator, &new.operator)
+        && str_eq(&old.value, &new.value)
+        && str_eq(&old.effect, &new.effect)
 }
 
 fn describe_toleration(t: &Toleration) -> String {

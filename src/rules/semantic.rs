@@ -60,7 +60,7 @@ pub fn map_eq(a: &Option<BTreeMap<String, String>>, b: &Option<BTreeMap<String, 
 }
 
 /// A Go `string` field: absent equals "".
-fn str_eq(a: &Option<String>, b: &Option<String>) -> bool {
+pub(crate) fn str_eq(a: &Option<String>, b: &Option<String>) -> bool {
     a.as_deref().unwrap_or("") == b.as_deref().unwrap_or("")
 }
 
