@@ -217,15 +217,25 @@ const REQUEST_FIELDS: &[&str] = &[
     "options",
 ];
 
+/// Reads a field's value, refusing a second occurrence as serde's derived structs do.
 fn once<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
     slot: &mut Option<T>,
     map: &mut A,
     field: &'static str,
 ) -> Result<(), A::Error> {
+    once_seed(slot, map, field, std::marker::PhantomData)
+}
+
+fn once_seed<'de, S: DeserializeSeed<'de>, A: MapAccess<'de>>(
+    slot: &mut Option<S::Value>,
+    map: &mut A,
+    field: &'static str,
+    seed: S,
+) -> Result<(), A::Error> {
     if slot.is_some() {
         return Err(de::Error::duplicate_field(field));
     }
-    *slot = Some(map.next_value()?);
+    *slot = Some(map.next_value_seed(seed)?);
     Ok(())
 }
 
@@ -287,9 +297,6 @@ impl<'de> Visitor<'de> for RequestVisitor<'_> {
                     } else {
                         (&mut object, "object")
                     };
-                    if slot.is_some() {
-                        return Err(de::Error::duplicate_field(name));
-                    }
                     let decided = match (self.0, &kind, &op) {
                         (Read::Direct { phase, rules }, Some(k), Some(o)) => Some(use_of(
                             k,
@@ -301,7 +308,7 @@ impl<'de> Visitor<'de> for RequestVisitor<'_> {
                         )),
                         _ => None,
                     };
-                    *slot = Some(map.next_value_seed(SlotSeed(decided))?);
+                    once_seed(slot, &mut map, name, SlotSeed(decided))?;
                 }
                 RequestField::DryRun => once(&mut dry_run, &mut map, "dryRun")?,
                 RequestField::Options => once(&mut options, &mut map, "options")?,
@@ -389,10 +396,7 @@ impl<'de> Visitor<'de> for ReviewVisitor<'_> {
                 ReviewField::ApiVersion => once(&mut api_version, &mut map, "apiVersion")?,
                 ReviewField::Kind => once(&mut kind, &mut map, "kind")?,
                 ReviewField::Request => {
-                    if request.is_some() {
-                        return Err(de::Error::duplicate_field("request"));
-                    }
-                    request = Some(map.next_value_seed(RequestSeed(self.0))?);
+                    once_seed(&mut request, &mut map, "request", RequestSeed(self.0))?
                 }
                 ReviewField::Other => {
                     map.next_value::<IgnoredAny>()?;

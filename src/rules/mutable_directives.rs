@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{
 };
 use serde_json::{json, Value};
 
-use super::semantic::{map_eq, SemEq};
+use super::semantic::{map_eq, toleration_eq_but_seconds, SemEq};
 use super::User;
 use crate::config::MutableDirectives;
 use crate::core::nodeselector::{
@@ -106,14 +106,6 @@ fn user_allowed(user: &User, allowed: &[String]) -> bool {
             Some(g) => user.groups.iter().any(|ug| ug == g),
             None => a == user.username,
         })
-}
-
-fn toleration_eq_but_seconds(old: &Toleration, new: &Toleration) -> bool {
-    use super::semantic::str_eq;
-    str_eq(&old.key, &new.key)
-        && str_eq(&old.operator, &new.operator)
-        && str_eq(&old.value, &new.value)
-        && str_eq(&old.effect, &new.effect)
 }
 
 fn describe_toleration(t: &Toleration) -> String {

@@ -60,7 +60,7 @@ pub fn map_eq(a: &Option<BTreeMap<String, String>>, b: &Option<BTreeMap<String, 
 }
 
 /// A Go `string` field: absent equals "".
-pub(crate) fn str_eq(a: &Option<String>, b: &Option<String>) -> bool {
+fn str_eq(a: &Option<String>, b: &Option<String>) -> bool {
     a.as_deref().unwrap_or("") == b.as_deref().unwrap_or("")
 }
 
@@ -162,13 +162,17 @@ impl SemEq for LabelSelectorRequirement {
     }
 }
 
+/// Equal tolerations apart from `tolerationSeconds`, the one field a pod update may change.
+pub fn toleration_eq_but_seconds(a: &Toleration, o: &Toleration) -> bool {
+    str_eq(&a.key, &o.key)
+        && str_eq(&a.operator, &o.operator)
+        && str_eq(&a.value, &o.value)
+        && str_eq(&a.effect, &o.effect)
+}
+
 impl SemEq for Toleration {
     fn sem_eq(&self, o: &Self) -> bool {
-        str_eq(&self.key, &o.key)
-            && str_eq(&self.operator, &o.operator)
-            && str_eq(&self.value, &o.value)
-            && str_eq(&self.effect, &o.effect)
-            && self.toleration_seconds == o.toleration_seconds
+        toleration_eq_but_seconds(self, o) && self.toleration_seconds == o.toleration_seconds
     }
 }
 
