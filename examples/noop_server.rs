@@ -1,10 +1,14 @@
 //! Baseline for the load benchmark (not a route of the production server): the same stack
-//! (actix-web + openssl, same TLS settings, worker count and body limit) that reads the body,
+//! (actix-web + openssl, same TLS settings, worker count, body limit and allocator) that reads the body,
 //! parses nothing, and answers a fixed allow.
 //!
 //! cargo run --release --example noop_server -- 127.0.0.1:18444 2 /tmp/noop-cert
 
 use actix_web::{web, App, HttpResponse, HttpServer};
+
+// The server's allocator, so the ratio measures the server's work and not an allocator swap.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const ALLOW: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"","allowed":true}}"#;
 

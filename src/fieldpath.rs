@@ -2,13 +2,16 @@
 //! `field.Error` (k8s.io/apimachinery/pkg/util/validation/field), so a user reading our
 //! messages sees the same shape the apiserver prints.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Segment {
-    Field(String),
+    // Field names are almost always literals; borrowing them keeps paths that are built but
+    // never reported (the common case in rules) from allocating per segment.
+    Field(Cow<'static, str>),
     Index(usize),
     Key(String),
 }
@@ -30,27 +33,28 @@ impl FieldPath {
             dotted
                 .split('.')
                 .filter(|s| !s.is_empty())
-                .map(|s| Segment::Field(s.to_string()))
+                .map(|s| Segment::Field(Cow::Owned(s.to_string())))
                 .collect(),
         )
     }
 
-    pub fn child(&self, name: &str) -> Self {
-        let mut p = self.clone();
-        p.0.push(Segment::Field(name.to_string()));
-        p
+    pub fn child(&self, name: &'static str) -> Self {
+        self.with(Segment::Field(Cow::Borrowed(name)))
     }
 
     pub fn index(&self, i: usize) -> Self {
-        let mut p = self.clone();
-        p.0.push(Segment::Index(i));
-        p
+        self.with(Segment::Index(i))
     }
 
     pub fn key(&self, k: &str) -> Self {
-        let mut p = self.clone();
-        p.0.push(Segment::Key(k.to_string()));
-        p
+        self.with(Segment::Key(k.to_string()))
+    }
+
+    fn with(&self, last: Segment) -> Self {
+        let mut v = Vec::with_capacity(self.0.len() + 1);
+        v.extend_from_slice(&self.0);
+        v.push(last);
+        FieldPath(v)
     }
 
     pub fn is_root(&self) -> bool {
@@ -63,7 +67,8 @@ impl FieldPath {
         self.0
             .iter()
             .map(|s| match s {
-                Segment::Field(f) | Segment::Key(f) => JsonSegment::Key(f.as_str()),
+                Segment::Field(f) => JsonSegment::Key(f),
+                Segment::Key(f) => JsonSegment::Key(f.as_str()),
                 Segment::Index(i) => JsonSegment::Index(*i),
             })
             .collect()
@@ -75,9 +80,8 @@ impl FieldPath {
         for s in &self.0 {
             out.push('/');
             match s {
-                Segment::Field(f) | Segment::Key(f) => {
-                    out.push_str(&f.replace('~', "~0").replace('/', "~1"))
-                }
+                Segment::Field(f) => out.push_str(&f.replace('~', "~0").replace('/', "~1")),
+                Segment::Key(f) => out.push_str(&f.replace('~', "~0").replace('/', "~1")),
                 Segment::Index(i) => out.push_str(&i.to_string()),
             }
         }
@@ -261,6 +265,11 @@ mod tests {
             "spec.nodeSelector[disktype]"
         );
         assert_eq!(FieldPath::root().to_string(), "<nil>");
+        // Parsed and built paths are the same path, whichever way their names are stored.
+        assert_eq!(
+            FieldPath::new("spec.affinity"),
+            FieldPath::root().child("spec").child("affinity")
+        );
     }
 
     #[test]

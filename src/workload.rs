@@ -112,14 +112,20 @@ pub struct PodTemplate {
     pub kind: Kind,
     /// The object's own metadata (for a Pod, the pod's).
     pub meta: ObjectMeta,
-    /// The pod template's metadata (for a Pod, the pod's).
-    pub template_meta: ObjectMeta,
+    /// The pod template's metadata; `None` for a Pod, whose template is itself (see
+    /// [`PodTemplate::template_meta`]).
+    template_meta: Option<ObjectMeta>,
     pub spec: PodSpec,
     /// The workload's own `spec.selector` (a map for ReplicationControllers is converted).
     pub selector: Option<LabelSelector>,
 }
 
 impl PodTemplate {
+    /// The pod template's metadata (for a Pod, the pod's).
+    pub fn template_meta(&self) -> &ObjectMeta {
+        self.template_meta.as_ref().unwrap_or(&self.meta)
+    }
+
     pub fn spec_path(&self) -> FieldPath {
         self.kind.pod_spec_path()
     }
@@ -263,7 +269,7 @@ fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplat
     PodTemplate {
         kind,
         meta,
-        template_meta: spec.template.metadata,
+        template_meta: Some(spec.template.metadata),
         spec: spec.template.spec,
         selector: selector_from(spec.selector),
     }
@@ -291,7 +297,7 @@ where
             check_kind(kind, &o.kind)?;
             PodTemplate {
                 kind,
-                template_meta: o.metadata.clone(),
+                template_meta: None,
                 meta: o.metadata,
                 spec: o.spec,
                 selector: None,
@@ -303,7 +309,7 @@ where
             PodTemplate {
                 kind,
                 meta: o.metadata,
-                template_meta: o.template.metadata,
+                template_meta: Some(o.template.metadata),
                 spec: o.template.spec,
                 selector: None,
             }
@@ -444,7 +450,7 @@ mod tests {
                 "{kind:?}"
             );
             assert_eq!(
-                t.template_meta.labels().get("app").map(String::as_str),
+                t.template_meta().labels().get("app").map(String::as_str),
                 Some("web"),
                 "{kind:?}"
             );

@@ -204,7 +204,7 @@ impl SetMatches {
 impl<'a> PodState<'a> {
     /// PreFilter: `namespace` is the incoming pod's namespace.
     pub fn new(cluster: &'a Cluster, pod: &'a PodTemplate, namespace: &str) -> PodState<'a> {
-        let labels = pod.template_meta.labels();
+        let labels = pod.template_meta().labels();
         let node_matcher = NodeMatcher::new(pod);
 
         // PodTopologySpread.

@@ -39,7 +39,7 @@ fn required_terms(na: Option<&NodeAffinity>) -> Option<&[NodeSelectorTerm]> {
 
 /// Every problem with updating `old` to `new`, in the order the apiserver reports them.
 pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives) -> Vec<Problem> {
-    let spec = FieldPath::new("spec");
+    let spec = FieldPath::root().child("spec");
     let mut out = Vec::new();
     out.extend(check_tolerations(
         old.tolerations(),

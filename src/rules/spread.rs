@@ -159,7 +159,7 @@ fn describe_labels(labels: &BTreeMap<String, String>) -> String {
 /// Mistakes the apiserver accepts but that make a constraint spread nothing.
 pub fn warnings(t: &PodTemplate) -> Vec<FieldError> {
     let path = t.spec_path().child("topologySpreadConstraints");
-    let labels = t.template_meta.labels();
+    let labels = t.template_meta().labels();
     let mut out = Vec::new();
     for (i, c) in t.spec.spread_constraints().iter().enumerate() {
         let p = path.index(i).child("labelSelector");
@@ -197,7 +197,7 @@ pub enum Defaulting {
 }
 
 fn opted_out(t: &PodTemplate) -> bool {
-    [&t.meta, &t.template_meta]
+    [&t.meta, t.template_meta()]
         .iter()
         .any(|m| m.annotation(SKIP_ANNOTATION) == Some("skip"))
 }
@@ -223,7 +223,7 @@ pub fn defaults(t: &PodTemplate, namespace: &str, cfg: &SpreadDefaults) -> Defau
     {
         return Defaulting::NotApplicable;
     }
-    let labels = t.template_meta.labels();
+    let labels = t.template_meta().labels();
     let (selector, mut keys) = match (&t.selector, t.kind) {
         (Some(sel), Kind::Deployment) => (sel.clone(), vec![POD_TEMPLATE_HASH.to_string()]),
         (Some(sel), k) if k != Kind::Pod => (sel.clone(), Vec::new()),
