@@ -1,6 +1,6 @@
 //! Baseline for the load benchmark (not a route of the production server): the same stack
-//! (actix-web + openssl, same TLS settings, worker count, body limit and allocator) that reads the body,
-//! parses nothing, and answers a fixed allow.
+//! (actix-web + openssl, same TLS settings, worker count, body limit and allocator) that reads
+//! the body, parses nothing, and answers a fixed allow.
 //!
 //! cargo run --release --example noop_server -- 127.0.0.1:18444 2 /tmp/noop-cert
 

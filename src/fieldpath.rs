@@ -77,12 +77,11 @@ impl FieldPath {
     /// RFC 6901 JSON pointer of the field, for JSON patches.
     pub fn json_pointer(&self) -> String {
         let mut out = String::new();
-        for s in &self.0 {
+        for s in self.json_segments() {
             out.push('/');
             match s {
-                Segment::Field(f) => out.push_str(&f.replace('~', "~0").replace('/', "~1")),
-                Segment::Key(f) => out.push_str(&f.replace('~', "~0").replace('/', "~1")),
-                Segment::Index(i) => out.push_str(&i.to_string()),
+                JsonSegment::Key(k) => out.push_str(&k.replace('~', "~0").replace('/', "~1")),
+                JsonSegment::Index(i) => out.push_str(&i.to_string()),
             }
         }
         out
