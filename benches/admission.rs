@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use placement_guard::admission::{review, Endpoint};
-use placement_guard::config::RuleSet;
+use placement_guard::rules::config::RuleSet;
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!(

@@ -4,13 +4,13 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use placement_guard::check::{check_text, Report};
-use placement_guard::config::RuleSet;
+use placement_guard::ci::check::Checker;
+use placement_guard::rules::config::RuleSet;
 
 fn corpus() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real");
     let root = root.to_string_lossy().to_string();
-    placement_guard::inputs::collect(&[root])
+    placement_guard::cli::inputs::collect(&[root])
         .into_iter()
         .filter_map(|i| i.text.ok().map(|t| (i.name, t)))
         .collect()
@@ -30,11 +30,11 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(files.len() as u64));
     g.bench_function("corpus", |b| {
         b.iter(|| {
-            let mut r = Report::default();
+            let mut c = Checker::new(&rules);
             for (name, text) in &files {
-                check_text(name, text, &rules, &mut r);
+                c.check_text(name, text);
             }
-            r
+            c.finish()
         })
     });
     g.finish();

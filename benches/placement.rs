@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use criterion::{criterion_group, criterion_main, Criterion};
 use placement_guard::core::cluster::{BoundPod, Cluster, Node};
 use placement_guard::core::filter::evaluate;
-use placement_guard::workload::{parse_value, Kind};
+use placement_guard::k8s::workload::{parse_value, Kind};
 use serde_json::{json, Value};
 
 const ZONE: &str = "topology.kubernetes.io/zone";
@@ -65,7 +65,7 @@ fn spread(key: &str, sel: &str) -> Value {
     json!({"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": exists(sel)})
 }
 
-fn pod(spec: Value) -> placement_guard::workload::PodTemplate {
+fn pod(spec: Value) -> placement_guard::k8s::workload::PodTemplate {
     parse_value(
         Kind::Pod,
         &json!({"metadata": {"name": "incoming", "labels": {"foo": ""}}, "spec": spec}),

@@ -31,8 +31,9 @@ fn main() -> std::io::Result<()> {
             .cloned()
             .unwrap_or_else(|| "/tmp/placement-guard-noop".into()),
     );
-    let pair = placement_guard::tls::generate_dev_cert(&dir).map_err(std::io::Error::other)?;
-    let acceptor = placement_guard::tls::acceptor(&pair).map_err(std::io::Error::other)?;
+    let pair =
+        placement_guard::server::tls::generate_dev_cert(&dir).map_err(std::io::Error::other)?;
+    let acceptor = placement_guard::server::tls::acceptor(&pair).map_err(std::io::Error::other)?;
     actix_web::rt::System::new().block_on(async move {
         let server = HttpServer::new(|| {
             App::new()

@@ -8,7 +8,7 @@ fn main() {
         "testdata/admission-reviews/pod-update-add-nodeselector-gated.validate.json".into(),
     ))
     .unwrap();
-    let rules = placement_guard::config::RuleSet::default();
+    let rules = placement_guard::rules::config::RuleSet::default();
     let t = std::time::Instant::now();
     for _ in 0..n {
         let r = placement_guard::admission::review(

@@ -1,25 +1,29 @@
 //! placement-guard: admission server and CI checker for pod scheduling directives.
 //!
-//! Pure layers (no I/O, no async): [`fieldpath`], [`core`], [`model`], [`workload`], [`config`],
-//! [`rules`], [`admission`]. Adapters on top: [`tls`], [`server`], [`cli`].
+//! The modules read top-down as the layers do; each uses only those above it, and every layer
+//! down to [`ci`] is pure (no I/O, no async; `tests/layers.rs` keeps it so):
+//! - [`k8s`]: the Kubernetes vocabulary: API views, workload kinds and where they keep their pod
+//!   template, field paths and errors, the apiserver's validators, manifests with positions.
+//! - [`core`]: the placement core: kube-scheduler's filters over a cluster snapshot.
+//! - [`kruise`]: OpenKruise's WorkloadSpread, as Kruise validates and distributes it.
+//! - [`rules`]: the rule file, the rule registry and the one evaluation path.
+//! - [`admission`]: the AdmissionReview protocol over that evaluation.
+//! - [`ci`]: the offline commands: `check` and its reports, `test`, `explain`.
+//!
+//! Adapters: [`server`] (HTTPS, TLS, metrics) and [`cli`] (commands, file inputs).
+#![forbid(unsafe_code)]
+
+pub mod k8s;
+
+pub mod core;
+
+pub mod kruise;
+
+pub mod rules;
 
 pub mod admission;
-pub mod check;
-pub mod config;
-pub mod core;
-pub mod explain;
-pub mod fieldpath;
-pub mod manifest;
-pub mod model;
-pub mod report;
-pub mod rules;
-pub mod testsuite;
-pub mod validation;
-pub mod workload;
-pub mod workloadspread;
+
+pub mod ci;
 
 pub mod cli;
-pub mod inputs;
-pub mod metrics;
 pub mod server;
-pub mod tls;

@@ -125,8 +125,8 @@ fn bad_rule_file_names_file_line_and_field() {
 fn print_defaults_round_trips() {
     let r = run(&["rules", "--print-defaults"], None);
     assert_eq!(r.code, 0);
-    let parsed = placement_guard::config::RuleSet::from_yaml("stdout", &r.stdout).unwrap();
-    assert_eq!(parsed, placement_guard::config::RuleSet::default());
+    let parsed = placement_guard::rules::config::RuleSet::from_yaml("stdout", &r.stdout).unwrap();
+    assert_eq!(parsed, placement_guard::rules::config::RuleSet::default());
     insta::assert_snapshot!(r.stdout);
 }
 

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use placement_guard::config::RuleSet;
-use placement_guard::manifest;
+use placement_guard::k8s::manifest;
+use placement_guard::rules::config::RuleSet;
 use serde_json::Value;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests");
@@ -148,7 +148,7 @@ fn every_workload_kind_is_sent_to_validation() {
             }
         }
     }
-    for k in placement_guard::workload::Kind::ALL {
+    for k in placement_guard::k8s::workload::Kind::ALL {
         assert!(resources.contains(k.resource()), "{k:?}");
     }
 }
@@ -268,8 +268,9 @@ fn match_conditions_call_the_server_only_when_a_rule_can_care() {
 
 #[test]
 fn our_own_deployment_passes_our_check() {
-    let mut report = placement_guard::check::Report::default();
+    let mut checker = placement_guard::ci::check::Checker::new(&RuleSet::default());
     let text = std::fs::read_to_string(format!("{DIR}/deployment.yaml")).unwrap();
-    placement_guard::check::check_text("deployment.yaml", &text, &RuleSet::default(), &mut report);
+    checker.check_text("deployment.yaml", &text);
+    let report = checker.finish();
     assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
 }

@@ -80,9 +80,9 @@ async fn metrics_count_requests_by_endpoint_rule_and_verdict() {
 #[actix_rt::test]
 async fn certificate_rotation_is_served_without_a_restart_and_a_broken_pair_is_refused() {
     let live = temp_dir("tls-live");
-    let first = placement_guard::tls::generate_dev_cert(&live).unwrap();
+    let first = placement_guard::server::tls::generate_dev_cert(&live).unwrap();
     let second_dir = temp_dir("tls-next");
-    let second = placement_guard::tls::generate_dev_cert(&second_dir).unwrap();
+    let second = placement_guard::server::tls::generate_dev_cert(&second_dir).unwrap();
     let s = start(&[
         "--tls-cert",
         first.cert.to_str().unwrap(),
@@ -187,6 +187,16 @@ async fn rule_file_changes_apply_without_a_restart_and_a_bad_file_is_refused() {
         async move { !statefulset_allowed(&base, &ca).await }
     })
     .await;
+    // Loading at start-up was not a reload: one reload counted and logged, of the rule file only.
+    let text = metrics_text(&s.base, &s.ca).await;
+    assert!(
+        text.contains(r#"placement_guard_rule_file_reloads_total{result="success"} 1"#),
+        "{text}"
+    );
+    assert!(!text.contains("tls_certificate_reloads_total{"), "{text}");
+    let log = s.stderr();
+    assert_eq!(log.matches("reloaded the rule file").count(), 1, "{log}");
+    assert!(!log.contains("reloaded the TLS certificate"), "{log}");
 
     replace(&rules, b"apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    namespaceScope: maybe\n");
     poll("the bad rule file to be refused", || {

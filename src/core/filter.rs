@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use super::cluster::{tolerated, Cluster, LabelSet, Node};
 use super::labels::selector_matches;
 use super::nodeselector::Term;
-use crate::workload::PodTemplate;
+use crate::k8s::workload::PodTemplate;
 
 pub const NODE_NAME: &str = "NodeName";
 pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";

@@ -5,10 +5,117 @@
 use k8s_openapi::api::core::v1::PodAffinityTerm;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use super::semantic::SemEq;
-use crate::config::{Action, HardAntiAffinity};
-use crate::fieldpath::{FieldError, FieldPath};
-use crate::workload::PodTemplate;
+use serde::{Deserialize, Serialize};
+
+use super::{Action, Finding, Input, ObjectKind, Request, Rule, RuleId, RuleMeta, Verdict};
+use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::semantic::SemEq;
+use crate::k8s::workload::PodTemplate;
+
+pub const ID: RuleId = RuleId::new("hard-anti-affinity");
+
+/// deny | warn | allow
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeAction {
+    Deny,
+    Warn,
+    Allow,
+}
+
+impl ScopeAction {
+    /// The finding's action, or `None` when the scope is allowed.
+    pub fn action(self) -> Option<Action> {
+        match self {
+            ScopeAction::Deny => Some(Action::Deny),
+            ScopeAction::Warn => Some(Action::Warn),
+            ScopeAction::Allow => None,
+        }
+    }
+}
+
+/// The rule file's `hardAntiAffinity` section.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct HardAntiAffinity {
+    pub enabled: bool,
+    /// Topology keys a required anti-affinity term may use freely (exact comparison).
+    pub allowed_topology_keys: Vec<String>,
+    /// A wide term that spans all namespaces.
+    pub cluster_scope: ScopeAction,
+    /// Any other wide term.
+    pub namespace_scope: ScopeAction,
+    pub exempt_namespaces: Vec<String>,
+}
+
+impl Default for HardAntiAffinity {
+    fn default() -> Self {
+        HardAntiAffinity {
+            enabled: true,
+            allowed_topology_keys: vec!["kubernetes.io/hostname".to_string()],
+            cluster_scope: ScopeAction::Deny,
+            namespace_scope: ScopeAction::Warn,
+            exempt_namespaces: vec!["kube-system".to_string()],
+        }
+    }
+}
+
+pub struct HardAntiAffinityRule;
+
+impl Rule for HardAntiAffinityRule {
+    type Settings = HardAntiAffinity;
+    const META: &'static [RuleMeta] = &[RuleMeta {
+        id: ID,
+        summary: "Required pod anti-affinity over a wide topology shuts matching pods out of whole zones",
+        help: "use preferred anti-affinity or a topologySpreadConstraint for wide topologies; keep required anti-affinity on kubernetes.io/hostname",
+        default_action: "deny",
+    }];
+
+    /// CREATE and UPDATE of Pods and workloads, on `/validate`.
+    fn applies(s: &HardAntiAffinity, r: Request) -> bool {
+        s.enabled
+            && r.phase == super::Phase::Validate
+            && r.operation.writes()
+            && matches!(r.kind, ObjectKind::Template(_))
+    }
+
+    fn evaluate(s: &HardAntiAffinity, input: &Input, verdict: &mut Verdict) {
+        let Some((object, old)) = input.templates() else {
+            return;
+        };
+        if s.exempt_namespaces.iter().any(|n| n == input.namespace) {
+            return;
+        }
+        verdict.rules_run.push(ID);
+        verdict
+            .findings
+            .extend(
+                check(object, old, input.namespace, s)
+                    .into_iter()
+                    .map(|f| Finding {
+                        rule: ID,
+                        action: f.action,
+                        error: f.error,
+                        hint: Some(f.hint),
+                    }),
+            );
+    }
+
+    fn check_settings(s: &HardAntiAffinity, path: &FieldPath) -> Vec<FieldError> {
+        s.allowed_topology_keys
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| k.is_empty())
+            .map(|(i, _)| {
+                FieldError::invalid(
+                    path.child("allowedTopologyKeys").index(i),
+                    serde_json::json!(""),
+                    "a topology key may not be empty",
+                )
+            })
+            .collect()
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {

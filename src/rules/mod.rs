@@ -1,16 +1,29 @@
-//! Rules: (old object, new object, rule file) → verdict. Pure: no I/O, no async. The server, the
-//! `review` command and (later) `check` all build an [`Input`] and call [`evaluate`].
+//! Rules: (old object, new object, rule file) → verdict. Pure: no I/O, no async.
+//!
+//! A rule is one module implementing [`Rule`]: its settings (its own section of the rule file,
+//! defaults included), its ids with their metadata, which requests it applies to, and what it
+//! returns in the common [`Verdict`] types. [`registry!`] lists the rules once; from that line
+//! come the rule file's `spec`, the server's decision to read a request's objects or not
+//! ([`applies`]), the one evaluation path ([`evaluate`]) that `/validate`, `/mutate`, `review`,
+//! `check` and `test` all call, and the rule table of SARIF and `rules --list` ([`RULES`]).
 
 pub mod anti_affinity;
+pub mod config;
 pub mod mutable_directives;
-pub mod semantic;
 pub mod spread;
+pub mod verdict;
+pub mod workloadspread;
 
 use std::fmt;
 
-use crate::config::{Action, RuleSet};
-use crate::fieldpath::FieldError;
-use crate::workload::{Kind, PodTemplate};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+pub use config::RuleSet;
+pub use verdict::{Action, Finding, Note, Outcome, Patch, Verdict, Voice};
+
+use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::workload::{Kind, PodTemplate};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -18,6 +31,22 @@ pub enum Operation {
     Update,
     Delete,
     Connect,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+
+    /// CREATE or UPDATE: the operations that store an object.
+    pub fn writes(self) -> bool {
+        matches!(self, Operation::Create | Operation::Update)
+    }
 }
 
 /// Who sent the request (AdmissionRequest `userInfo`).
@@ -35,6 +64,48 @@ pub enum Phase {
     Mutate,
 }
 
+/// What kind of object a request carries, as far as rules care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    /// A Pod, or a workload with a pod template.
+    Template(Kind),
+    /// An OpenKruise WorkloadSpread.
+    WorkloadSpread,
+}
+
+/// What is known of a request before its objects are read: enough to say which rules apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub phase: Phase,
+    pub operation: Operation,
+    pub kind: ObjectKind,
+}
+
+/// An object under review.
+#[derive(Clone, Copy, Debug)]
+pub enum Subject<'a> {
+    Template(&'a PodTemplate),
+    WorkloadSpread(&'a serde_json::Value),
+}
+
+impl Subject<'_> {
+    pub fn kind(&self) -> ObjectKind {
+        match self {
+            Subject::Template(t) => ObjectKind::Template(t.kind),
+            Subject::WorkloadSpread(_) => ObjectKind::WorkloadSpread,
+        }
+    }
+}
+
+/// What the offline commands know beyond the request: other objects of the same input.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Context<'a> {
+    /// The workload a WorkloadSpread targets, when the input holds it.
+    pub spread_target: Option<crate::kruise::workloadspread::Target<'a>>,
+    /// Another WorkloadSpread of the input that already targets the same workload.
+    pub spread_claimed_by: Option<&'a str>,
+}
+
 /// One request as the rules see it. Requests for subresources never get here.
 #[derive(Clone, Copy, Debug)]
 pub struct Input<'a> {
@@ -42,296 +113,189 @@ pub struct Input<'a> {
     pub operation: Operation,
     pub namespace: &'a str,
     pub user: User<'a>,
-    pub object: Option<&'a PodTemplate>,
-    pub old_object: Option<&'a PodTemplate>,
-    /// An OpenKruise WorkloadSpread under review (it has no pod template).
-    pub spread: Option<&'a serde_json::Value>,
+    pub object: Subject<'a>,
+    /// On UPDATE, the stored object (of the same kind).
+    pub old_object: Option<Subject<'a>>,
+    pub context: Context<'a>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RuleId {
-    MutableDirectives,
-    HardAntiAffinity,
-    TopologySpread,
-    TopologySpreadDefaults,
-    WorkloadSpread,
+impl<'a> Input<'a> {
+    pub fn request(&self) -> Request {
+        Request {
+            phase: self.phase,
+            operation: self.operation,
+            kind: self.object.kind(),
+        }
+    }
+
+    /// The new and old pod templates, when the request is about one.
+    pub fn templates(&self) -> Option<(&'a PodTemplate, Option<&'a PodTemplate>)> {
+        let Subject::Template(new) = self.object else {
+            return None;
+        };
+        let old = match self.old_object {
+            Some(Subject::Template(o)) => Some(o),
+            _ => None,
+        };
+        Some((new, old))
+    }
 }
+
+/// A rule's name in findings, metrics and `placement-guard.io/ignore` annotations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(&'static str);
 
 impl RuleId {
+    pub const fn new(id: &'static str) -> RuleId {
+        RuleId(id)
+    }
+
     pub fn as_str(self) -> &'static str {
-        match self {
-            RuleId::MutableDirectives => "mutable-directives",
-            RuleId::HardAntiAffinity => "hard-anti-affinity",
-            RuleId::TopologySpread => "topology-spread",
-            RuleId::TopologySpreadDefaults => "topology-spread-defaults",
-            RuleId::WorkloadSpread => "workloadspread",
-        }
+        self.0
     }
 }
 
 impl fmt::Display for RuleId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.0)
     }
 }
 
-/// One violation, with the action its rule is configured with.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Finding {
-    pub rule: RuleId,
-    pub action: Action,
-    pub error: FieldError,
-    /// How to fix it, when there is more to say than the error.
-    pub hint: Option<String>,
+/// What SARIF's rule table, `rules --list` and the docs say about a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleMeta {
+    pub id: RuleId,
+    /// One line: what the rule checks.
+    pub summary: &'static str,
+    /// Where to read more, or what to do about a finding.
+    pub help: &'static str,
+    /// What it does with the built-in rule file: `deny`, `warn`, `patch`, or `off`.
+    pub default_action: &'static str,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Verdict {
-    pub findings: Vec<Finding>,
-    /// The rules that looked at the request (for logs and metrics).
-    pub rules_run: Vec<RuleId>,
-    /// JSONPatch operations of mutation rules.
-    pub patch: Vec<json_patch::PatchOperation>,
-    /// The constraints defaulting adds, with where (for `check` and tests).
-    pub defaulted: Option<(
-        crate::fieldpath::FieldPath,
-        Vec<k8s_openapi::api::core::v1::TopologySpreadConstraint>,
-    )>,
-    /// Warnings that are not about one field (e.g. why defaulting skipped an object).
-    pub notes: Vec<String>,
+/// The one shape of a rule.
+pub trait Rule {
+    /// Its section of the rule file, with the built-in defaults as `Default`.
+    type Settings: Clone + fmt::Debug + Default + PartialEq + Serialize + DeserializeOwned;
+    /// The ids it reports under (one module may report under several).
+    const META: &'static [RuleMeta];
+    /// Whether it reads requests like this one. The server skips reading objects no rule
+    /// applies to, and [`evaluate`] calls only the rules that apply.
+    fn applies(settings: &Self::Settings, request: Request) -> bool;
+    /// Judges one request that it applies to, adding to the verdict.
+    fn evaluate(settings: &Self::Settings, input: &Input, verdict: &mut Verdict);
+    /// What the types of the settings cannot express; `path` is the section's.
+    fn check_settings(_settings: &Self::Settings, _path: &FieldPath) -> Vec<FieldError> {
+        Vec::new()
+    }
 }
 
-impl Verdict {
-    pub fn allowed(&self) -> bool {
-        !self.findings.iter().any(|f| f.action == Action::Deny)
-    }
+/// Lists the rules, each as `field: Type` (the field is the rule file's section in camelCase),
+/// in the order they run.
+macro_rules! registry {
+    ($($field:ident: $rule:ty,)*) => {
+        /// The rule file's `spec`: one section per rule.
+        #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub struct RuleSpec {
+            $(
+                #[serde(default)]
+                pub $field: <$rule as Rule>::Settings,
+            )*
+        }
 
-    pub fn denials(&self) -> impl Iterator<Item = &Finding> {
-        self.findings.iter().filter(|f| f.action == Action::Deny)
-    }
+        /// Every rule's metadata, in registry order.
+        pub const RULES: &[&[RuleMeta]] = &[$(<$rule as Rule>::META,)*];
 
-    /// Whether [`Verdict::warnings`] would return anything, without formatting them.
-    pub fn has_warnings(&self) -> bool {
-        !self.notes.is_empty()
-            || self
-                .findings
-                .iter()
-                .any(|f| f.action == Action::Warn || f.hint.is_some())
-    }
+        /// Whether any rule applies to such a request.
+        pub fn applies(spec: &RuleSpec, request: Request) -> bool {
+            $(<$rule as Rule>::applies(&spec.$field, request) ||)* false
+        }
 
-    /// Warnings for the AdmissionResponse: warn-action findings, then every hint.
-    pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .findings
-            .iter()
-            .filter(|f| f.action == Action::Warn)
-            .map(|f| format!("{}: {}", f.rule, f.error))
-            .collect();
-        out.extend(
-            self.findings
-                .iter()
-                .filter_map(|f| f.hint.as_ref().map(|h| format!("{}: {}", f.rule, h))),
-        );
-        out.extend(self.notes.iter().cloned());
-        out
-    }
+        fn run(spec: &RuleSpec, input: &Input, verdict: &mut Verdict) {
+            let request = input.request();
+            $(
+                if <$rule as Rule>::applies(&spec.$field, request) {
+                    <$rule as Rule>::evaluate(&spec.$field, input, verdict);
+                }
+            )*
+        }
 
-    /// The denial message in Kubernetes' aggregate style: one error alone, several as `[a, b]`.
-    pub fn denial_message(&self) -> Option<String> {
-        let errs: Vec<String> = self.denials().map(|f| f.error.to_string()).collect();
-        match errs.len() {
-            0 => None,
-            1 => Some(errs.into_iter().next().unwrap_or_default()),
-            _ => Some(format!("[{}]", errs.join(", "))),
+        impl RuleSpec {
+            /// Every rule's own checks of its settings, with paths under `spec`.
+            pub fn check(&self) -> Vec<FieldError> {
+                let mut out = Vec::new();
+                $(
+                    out.extend(<$rule as Rule>::check_settings(
+                        &self.$field,
+                        &FieldPath::new(&format!("spec.{}", camel(stringify!($field)))),
+                    ));
+                )*
+                out
+            }
+        }
+    };
+}
+
+registry! {
+    mutable_directives: mutable_directives::MutableDirectivesRule,
+    hard_anti_affinity: anti_affinity::HardAntiAffinityRule,
+    topology_spread: spread::TopologySpreadRule,
+    workload_spread: workloadspread::WorkloadSpreadRule,
+}
+
+fn camel(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut upper = false;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
         }
     }
+    out
 }
 
-/// Whether any enabled rule can care about this kind of request; the server answers the rest
-/// at once, without reading the objects.
-pub fn is_relevant(kind: Kind, operation: Operation, phase: Phase, rules: &RuleSet) -> bool {
-    let s = &rules.spec;
-    let write = matches!(operation, Operation::Create | Operation::Update);
-    match phase {
-        Phase::Validate => {
-            (s.mutable_directives.enabled && kind == Kind::Pod && operation == Operation::Update)
-                || (s.hard_anti_affinity.enabled && write)
-                || (s.topology_spread.validate.enabled && write)
-        }
-        Phase::Mutate => {
-            (s.mutable_directives.enabled && kind == Kind::Pod && operation == Operation::Update)
-                || (s.topology_spread.defaults.enabled
-                    && kind != Kind::DaemonSet
-                    && (operation == Operation::Create || (write && kind != Kind::Pod)))
-        }
-    }
+/// Every rule id with its metadata, in registry order.
+pub fn all_rules() -> impl Iterator<Item = &'static RuleMeta> {
+    RULES.iter().flat_map(|m| m.iter())
 }
 
-/// The single evaluation path.
+/// The single evaluation path: every rule that applies, in registry order.
 pub fn evaluate(input: &Input, rules: &RuleSet) -> Verdict {
-    match input.phase {
-        Phase::Validate => validate(input, rules),
-        Phase::Mutate => mutate(input, rules),
-    }
-}
-
-/// Warnings carry at most this much text in total; the apiserver drops warnings beyond 4096.
-const WARNING_BUDGET: usize = 4000;
-
-/// On Pod UPDATE, /mutate explains what validation is about to refuse: kube-apiserver rejects a
-/// loosening update before any validating webhook runs, but warnings from a mutating webhook
-/// still reach the client. Never denies, never patches.
-fn explain_update(input: &Input, rules: &RuleSet, verdict: &mut Verdict) {
-    let md = &rules.spec.mutable_directives;
-    let (Some(new), Some(old)) = (input.object, input.old_object) else {
-        return;
-    };
-    if !md.enabled || new.kind != Kind::Pod {
-        return;
-    }
-    verdict.rules_run.push(RuleId::MutableDirectives);
-    let lines: Vec<String> = mutable_directives::check(&old.spec, &new.spec, &input.user, md)
-        .into_iter()
-        .flat_map(|p| p.explain)
-        .map(|l| format!("placement-guard: {l}"))
-        .collect();
-    let mut used = 0;
-    for (i, line) in lines.iter().enumerate() {
-        if used + line.len() > WARNING_BUDGET {
-            verdict.notes.push(format!(
-                "placement-guard: {} more refused change(s) not shown",
-                lines.len() - i
-            ));
-            break;
-        }
-        used += line.len();
-        verdict.notes.push(line.clone());
-    }
-}
-
-fn mutate(input: &Input, rules: &RuleSet) -> Verdict {
     let mut verdict = Verdict::default();
-    let d = &rules.spec.topology_spread.defaults;
-    let Some(object) = input.object else {
-        return verdict;
-    };
-    if object.kind == Kind::Pod && input.operation == Operation::Update {
-        explain_update(input, rules, &mut verdict);
-        return verdict;
-    }
-    let applies = match object.kind {
-        Kind::Pod => input.operation == Operation::Create,
-        _ => matches!(input.operation, Operation::Create | Operation::Update),
-    };
-    if !d.enabled || !applies {
-        return verdict;
-    }
-    verdict.rules_run.push(RuleId::TopologySpreadDefaults);
-    match spread::defaults(object, input.namespace, d) {
-        spread::Defaulting::NotApplicable => {}
-        spread::Defaulting::Skipped(why) => verdict
-            .notes
-            .push(format!("{}: {why}", RuleId::TopologySpreadDefaults)),
-        spread::Defaulting::Add { path, constraints } => {
-            let value = serde_json::to_value(&constraints).unwrap_or(serde_json::Value::Null);
-            if let Ok(ptr) = json_patch::jsonptr::PointerBuf::parse(path.json_pointer()) {
-                verdict
-                    .patch
-                    .push(json_patch::PatchOperation::Add(json_patch::AddOperation {
-                        path: ptr,
-                        value,
-                    }));
-            }
-            verdict.defaulted = Some((path, constraints));
-        }
-    }
+    run(&rules.spec, input, &mut verdict);
     verdict
 }
 
-fn validate(input: &Input, rules: &RuleSet) -> Verdict {
-    let mut verdict = Verdict::default();
-    let wsr = &rules.spec.workload_spread;
-    if let (true, Some(ws)) = (wsr.enabled, input.spread) {
-        if matches!(input.operation, Operation::Create | Operation::Update) {
-            verdict.rules_run.push(RuleId::WorkloadSpread);
-            for p in crate::workloadspread::validate(ws) {
-                let action = match p.level {
-                    crate::workloadspread::Level::Error => wsr.action,
-                    crate::workloadspread::Level::Warning => Action::Warn,
-                };
-                verdict.findings.push(Finding {
-                    rule: RuleId::WorkloadSpread,
-                    action,
-                    error: p.error,
-                    hint: None,
-                });
-            }
-        }
-        return verdict;
-    }
-    let md = &rules.spec.mutable_directives;
-    if md.enabled && input.operation == Operation::Update {
-        if let (Some(new), Some(old)) = (input.object, input.old_object) {
-            if new.kind == Kind::Pod && old.kind == Kind::Pod {
-                verdict.rules_run.push(RuleId::MutableDirectives);
-                for p in mutable_directives::check(&old.spec, &new.spec, &input.user, md) {
-                    verdict.findings.push(Finding {
-                        rule: RuleId::MutableDirectives,
-                        action: md.action,
-                        error: p.error,
-                        hint: p.hint,
-                    });
-                }
-            }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_ids_are_unique_and_documented() {
+        let mut ids: Vec<&str> = all_rules().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids.len(), 5);
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 5, "{ids:?}");
+        for m in all_rules() {
+            assert!(!m.summary.is_empty() && !m.help.is_empty(), "{}", m.id);
+            assert!(
+                ["deny", "warn", "patch", "off"].contains(&m.default_action),
+                "{}",
+                m.id
+            );
         }
     }
-    let haa = &rules.spec.hard_anti_affinity;
-    if haa.enabled
-        && matches!(input.operation, Operation::Create | Operation::Update)
-        && !haa.exempt_namespaces.iter().any(|n| n == input.namespace)
-    {
-        if let Some(object) = input.object {
-            verdict.rules_run.push(RuleId::HardAntiAffinity);
-            for f in anti_affinity::check(object, input.old_object, input.namespace, haa) {
-                verdict.findings.push(Finding {
-                    rule: RuleId::HardAntiAffinity,
-                    action: f.action,
-                    error: f.error,
-                    hint: Some(f.hint),
-                });
-            }
-        }
+
+    #[test]
+    fn sections_are_named_in_camel_case() {
+        assert_eq!(camel("hard_anti_affinity"), "hardAntiAffinity");
+        assert_eq!(camel("workload_spread"), "workloadSpread");
     }
-    let ts = &rules.spec.topology_spread.validate;
-    if ts.enabled && matches!(input.operation, Operation::Create | Operation::Update) {
-        if let Some(object) = input.object {
-            let unchanged = input
-                .old_object
-                .is_some_and(|o| o.spec.spread_constraints() == object.spec.spread_constraints());
-            if !unchanged {
-                verdict.rules_run.push(RuleId::TopologySpread);
-                let path = object.spec_path().child("topologySpreadConstraints");
-                let merged = object.kind == Kind::Pod;
-                for e in
-                    spread::validate_constraints(object.spec.spread_constraints(), &path, merged)
-                {
-                    verdict.findings.push(Finding {
-                        rule: RuleId::TopologySpread,
-                        action: ts.action,
-                        error: e,
-                        hint: None,
-                    });
-                }
-                for e in spread::warnings(object) {
-                    verdict.findings.push(Finding {
-                        rule: RuleId::TopologySpread,
-                        action: Action::Warn,
-                        error: e,
-                        hint: None,
-                    });
-                }
-            }
-        }
-    }
-    verdict
 }

@@ -7,14 +7,128 @@ use k8s_openapi::api::core::v1::{
 };
 use serde_json::{json, Value};
 
-use super::semantic::{map_eq, toleration_eq_but_seconds, SemEq};
-use super::User;
-use crate::config::MutableDirectives;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Action, Finding, Input, Note, ObjectKind, Operation, Phase, Request, Rule, RuleId, RuleMeta,
+    User, Verdict, Voice,
+};
 use crate::core::nodeselector::{
     constraint_implies, pod_node_constraint, Requirement, Source, Term,
 };
-use crate::fieldpath::{FieldError, FieldPath};
-use crate::model::PodSpec;
+use crate::k8s::fieldpath::{ErrorType, FieldError, FieldPath};
+use crate::k8s::model::PodSpec;
+use crate::k8s::semantic::{map_eq, toleration_eq_but_seconds, SemEq};
+use crate::k8s::workload::Kind;
+
+pub const ID: RuleId = RuleId::new("mutable-directives");
+
+/// The rule file's `mutableDirectives` section.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct MutableDirectives {
+    pub enabled: bool,
+    pub action: Action,
+    /// User names, or `group:NAME`; empty means anyone may tighten a gated pod's directives.
+    pub allowed_users: Vec<String>,
+}
+
+impl Default for MutableDirectives {
+    fn default() -> Self {
+        MutableDirectives {
+            enabled: true,
+            action: Action::Deny,
+            allowed_users: Vec::new(),
+        }
+    }
+}
+
+/// Warnings carry at most this much text in total; the apiserver drops warnings beyond 4096.
+const WARNING_BUDGET: usize = 4000;
+
+pub struct MutableDirectivesRule;
+
+impl Rule for MutableDirectivesRule {
+    type Settings = MutableDirectives;
+    const META: &'static [RuleMeta] = &[RuleMeta {
+        id: ID,
+        summary: "Scheduling directives of gated pods may only be tightened (KEP-3838)",
+        help: "while a pod has schedulingGates, add nodeSelector keys or append requirements to existing node affinity terms; change nothing else",
+        default_action: "deny",
+    }];
+
+    /// Pod UPDATE, on both endpoints: `/validate` judges, `/mutate` explains.
+    fn applies(s: &MutableDirectives, r: Request) -> bool {
+        s.enabled && r.kind == ObjectKind::Template(Kind::Pod) && r.operation == Operation::Update
+    }
+
+    fn evaluate(s: &MutableDirectives, input: &Input, verdict: &mut Verdict) {
+        let Some((new, Some(old))) = input.templates() else {
+            return;
+        };
+        verdict.rules_run.push(ID);
+        let problems = check(&old.spec, &new.spec, &input.user, s);
+        match input.phase {
+            Phase::Validate => verdict
+                .findings
+                .extend(problems.into_iter().map(|p| Finding {
+                    rule: ID,
+                    action: s.action,
+                    error: p.error,
+                    hint: p.hint,
+                })),
+            // kube-apiserver rejects a loosening update before any validating webhook runs,
+            // but warnings from a mutating webhook still reach the client. Never denies.
+            Phase::Mutate => explain(problems, verdict),
+        }
+    }
+
+    fn check_settings(s: &MutableDirectives, path: &FieldPath) -> Vec<FieldError> {
+        s.allowed_users
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.trim().is_empty() || *u == "group:")
+            .map(|(i, _)| FieldError {
+                kind: ErrorType::Invalid,
+                path: path.child("allowedUsers").index(i),
+                value: None,
+                detail: "must be a user name or group:NAME".to_string(),
+            })
+            .collect()
+    }
+}
+
+/// One-line explanations of every refused change, within the warnings budget.
+fn explain(problems: Vec<Problem>, verdict: &mut Verdict) {
+    let lines: Vec<(FieldPath, String)> = problems
+        .into_iter()
+        .flat_map(|p| {
+            let path = p.error.path;
+            p.explain.into_iter().map(move |l| (path.clone(), l))
+        })
+        .collect();
+    let note = |path: FieldPath, message: String| Note {
+        rule: ID,
+        voice: Voice::Tool,
+        path,
+        message,
+    };
+    let mut used = 0;
+    let total = lines.len();
+    for (i, (path, line)) in lines.into_iter().enumerate() {
+        // As the warning will read: `placement-guard: ` and the line.
+        let len = "placement-guard: ".len() + line.len();
+        if used + len > WARNING_BUDGET {
+            verdict.notes.push(note(
+                FieldPath::new("spec"),
+                format!("{} more refused change(s) not shown", total - i),
+            ));
+            break;
+        }
+        used += len;
+        verdict.notes.push(note(path, line));
+    }
+}
 
 /// One refused change: the error in the apiserver's words, a hint, and one-line explanations
 /// (under 120 characters where possible) that `/mutate` returns as warnings.

@@ -8,11 +8,282 @@ use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{json, Value};
 
-use crate::config::SpreadDefaults;
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Action, Finding, Input, Note, ObjectKind, Operation, Patch, Phase, Request, Rule, RuleId,
+    RuleMeta, Verdict, Voice,
+};
 use crate::core::labels::selector_matches;
-use crate::fieldpath::{FieldError, FieldPath};
-use crate::validation::{validate_label_name, validate_label_selector};
-use crate::workload::{Kind, PodTemplate};
+use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::validation::{validate_label_name, validate_label_selector};
+use crate::k8s::workload::{Kind, PodTemplate};
+
+pub const VALIDATE_ID: RuleId = RuleId::new("topology-spread");
+pub const DEFAULTS_ID: RuleId = RuleId::new("topology-spread-defaults");
+
+/// The rule file's `topologySpread` section: validation and defaulting.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TopologySpread {
+    pub validate: SpreadValidate,
+    pub defaults: SpreadDefaults,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct SpreadValidate {
+    pub enabled: bool,
+    pub action: Action,
+}
+
+impl Default for SpreadValidate {
+    fn default() -> Self {
+        SpreadValidate {
+            enabled: true,
+            action: Action::Deny,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct SpreadDefaults {
+    pub enabled: bool,
+    pub constraints: Vec<DefaultConstraint>,
+    pub selector_label_keys: Vec<String>,
+    pub exempt_namespaces: Vec<String>,
+}
+
+impl Default for SpreadDefaults {
+    fn default() -> Self {
+        // kube-scheduler's system default constraints.
+        let c = |max_skew, key: &str| DefaultConstraint {
+            max_skew,
+            topology_key: key.to_string(),
+            when_unsatisfiable: "ScheduleAnyway".to_string(),
+            min_domains: None,
+            node_affinity_policy: None,
+            node_taints_policy: None,
+        };
+        SpreadDefaults {
+            enabled: true,
+            constraints: vec![
+                c(3, "kubernetes.io/hostname"),
+                c(5, "topology.kubernetes.io/zone"),
+            ],
+            selector_label_keys: [
+                "app.kubernetes.io/name",
+                "app.kubernetes.io/instance",
+                "app",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            exempt_namespaces: vec!["kube-system".to_string()],
+        }
+    }
+}
+
+/// A default constraint; its labelSelector is derived from the object it is added to.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DefaultConstraint {
+    pub max_skew: i32,
+    pub topology_key: String,
+    pub when_unsatisfiable: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_domains: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_affinity_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_taints_policy: Option<String>,
+}
+
+impl DefaultConstraint {
+    pub fn to_constraint(
+        &self,
+        selector: Option<LabelSelector>,
+        match_label_keys: Option<Vec<String>>,
+    ) -> TopologySpreadConstraint {
+        TopologySpreadConstraint {
+            label_selector: selector,
+            match_label_keys,
+            max_skew: self.max_skew,
+            min_domains: self.min_domains,
+            node_affinity_policy: self.node_affinity_policy.clone(),
+            node_taints_policy: self.node_taints_policy.clone(),
+            topology_key: self.topology_key.clone(),
+            when_unsatisfiable: self.when_unsatisfiable.clone(),
+        }
+    }
+}
+
+pub struct TopologySpreadRule;
+
+impl Rule for TopologySpreadRule {
+    type Settings = TopologySpread;
+    const META: &'static [RuleMeta] = &[
+        RuleMeta {
+            id: VALIDATE_ID,
+            summary: "topologySpreadConstraints as kube-apiserver validates them, and constraints that spread nothing",
+            help: "fix the constraint at the path shown; give every constraint a labelSelector that matches the pod's own labels",
+            default_action: "deny",
+        },
+        RuleMeta {
+            id: DEFAULTS_ID,
+            summary: "Workloads without topology spread constraints get the configured defaults",
+            help: "set topologySpreadConstraints yourself, or annotate the object with placement-guard.io/spread-defaults: \"skip\"",
+            default_action: "patch",
+        },
+    ];
+
+    /// Validation: CREATE and UPDATE of Pods and workloads. Defaulting (`/mutate`): Pod CREATE,
+    /// workload CREATE and UPDATE, never DaemonSets.
+    fn applies(s: &TopologySpread, r: Request) -> bool {
+        let ObjectKind::Template(kind) = r.kind else {
+            return false;
+        };
+        match r.phase {
+            Phase::Validate => s.validate.enabled && r.operation.writes(),
+            Phase::Mutate => {
+                s.defaults.enabled
+                    && kind != Kind::DaemonSet
+                    && (r.operation == Operation::Create
+                        || (r.operation.writes() && kind != Kind::Pod))
+            }
+        }
+    }
+
+    fn evaluate(s: &TopologySpread, input: &Input, verdict: &mut Verdict) {
+        let Some((object, old)) = input.templates() else {
+            return;
+        };
+        match input.phase {
+            Phase::Validate => validate(&s.validate, object, old, verdict),
+            Phase::Mutate => default(&s.defaults, object, input.namespace, verdict),
+        }
+    }
+
+    fn check_settings(s: &TopologySpread, path: &FieldPath) -> Vec<FieldError> {
+        let d = &s.defaults;
+        let constraints: Vec<TopologySpreadConstraint> = d
+            .constraints
+            .iter()
+            .map(|c| c.to_constraint(Some(LabelSelector::default()), None))
+            .collect();
+        let dp = path.child("defaults");
+        let mut out = validate_constraints(&constraints, &dp.child("constraints"), false);
+        for (i, k) in d.selector_label_keys.iter().enumerate() {
+            out.extend(validate_label_name(
+                k,
+                &dp.child("selectorLabelKeys").index(i),
+            ));
+        }
+        out
+    }
+}
+
+/// An UPDATE that leaves the constraints as they were is not judged again.
+fn validate(
+    s: &SpreadValidate,
+    object: &PodTemplate,
+    old: Option<&PodTemplate>,
+    verdict: &mut Verdict,
+) {
+    if old.is_some_and(|o| o.spec.spread_constraints() == object.spec.spread_constraints()) {
+        return;
+    }
+    verdict.rules_run.push(VALIDATE_ID);
+    let path = object.spec_path().child("topologySpreadConstraints");
+    let merged = object.kind == Kind::Pod;
+    let finding = |action, error| Finding {
+        rule: VALIDATE_ID,
+        action,
+        error,
+        hint: None,
+    };
+    for e in validate_constraints(object.spec.spread_constraints(), &path, merged) {
+        verdict.findings.push(finding(s.action, e));
+    }
+    for e in warnings(object) {
+        verdict.findings.push(finding(Action::Warn, e));
+    }
+}
+
+fn default(s: &SpreadDefaults, object: &PodTemplate, namespace: &str, verdict: &mut Verdict) {
+    verdict.rules_run.push(DEFAULTS_ID);
+    match defaults(object, namespace, s) {
+        Defaulting::NotApplicable => {}
+        Defaulting::Skipped(why) => verdict.notes.push(Note {
+            rule: DEFAULTS_ID,
+            voice: Voice::Rule,
+            path: object.spec_path(),
+            message: why,
+        }),
+        Defaulting::Add { path, constraints } => {
+            let value = match serde_json::to_value(&constraints) {
+                Ok(v) => v,
+                Err(e) => {
+                    verdict.notes.push(Note {
+                        rule: DEFAULTS_ID,
+                        voice: Voice::Rule,
+                        path,
+                        message: format!("topology spread constraints were not defaulted: they cannot be written as JSON: {e}"),
+                    });
+                    return;
+                }
+            };
+            verdict.patches.push(patch(path, value, &constraints));
+        }
+    }
+}
+
+fn patch(path: FieldPath, value: Value, constraints: &[TopologySpreadConstraint]) -> Patch {
+    Patch {
+            rule: DEFAULTS_ID,
+            ops: vec![json_patch::PatchOperation::Add(json_patch::AddOperation {
+                path: path.json_pointer(),
+                value,
+            })],
+            summary: format!(
+                "no topology spread constraints; the webhook would add: {}",
+                describe_constraints(constraints)
+            ),
+            hint: Some(format!(
+                "set topologySpreadConstraints yourself, or annotate the object with {SKIP_ANNOTATION}: \"skip\""
+            )),
+            path,
+        }
+}
+
+fn describe_constraints(cs: &[TopologySpreadConstraint]) -> String {
+    cs.iter()
+        .map(|c| {
+            let sel = c
+                .label_selector
+                .as_ref()
+                .and_then(|s| s.match_labels.as_ref())
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            let keys = c
+                .match_label_keys
+                .as_ref()
+                .map(|k| format!(" + matchLabelKeys [{}]", k.join(",")))
+                .unwrap_or_default();
+            format!(
+                "maxSkew {} on {} ({}, selecting {sel}{keys})",
+                c.max_skew, c.topology_key, c.when_unsatisfiable
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
 
 pub const SKIP_ANNOTATION: &str = "placement-guard.io/spread-defaults";
 pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::core::cluster::{BoundPod, Cluster, Node};
-use crate::workload::{parse_value, Kind};
+use crate::k8s::workload::{parse_value, Kind};
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

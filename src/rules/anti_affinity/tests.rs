@@ -1,8 +1,9 @@
 use serde_json::{json, Value};
 
-use crate::config::{Action, HardAntiAffinity, RuleSet, ScopeAction};
-use crate::rules::{evaluate, Input, Operation, Phase, RuleId, User};
-use crate::workload::{parse_value, Kind, PodTemplate};
+use super::{HardAntiAffinity, ScopeAction};
+use crate::k8s::workload::{parse_value, Kind, PodTemplate};
+use crate::rules::{evaluate, Input, Operation, Phase, User};
+use crate::rules::{Action, RuleSet};
 
 const ZONE: &str = "topology.kubernetes.io/zone";
 
@@ -49,14 +50,14 @@ fn run(
         operation: op,
         namespace: ns,
         user: User::default(),
-        object: Some(obj),
-        old_object: old,
-        spread: None,
+        object: crate::rules::Subject::Template(obj),
+        old_object: old.map(crate::rules::Subject::Template),
+        context: Default::default(),
     };
     evaluate(&input, rules)
         .findings
         .into_iter()
-        .filter(|f| f.rule == RuleId::HardAntiAffinity)
+        .filter(|f| f.rule == super::ID)
         .map(|f| (f.action, f.error.to_string()))
         .collect()
 }
@@ -351,9 +352,9 @@ fn denial_messages_with_hints() {
         operation: Operation::Create,
         namespace: "demo",
         user: User::default(),
-        object: Some(&obj),
+        object: crate::rules::Subject::Template(&obj),
         old_object: None,
-        spread: None,
+        context: Default::default(),
     };
     let v = evaluate(&input, &RuleSet::default());
     let out = format!(

@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 
+use super::MutableDirectives;
 use super::*;
-use crate::config::MutableDirectives;
 
 fn spec(v: Value) -> PodSpec {
     serde_json::from_value(v).expect("test pod spec")
@@ -497,9 +497,9 @@ fn refused_updates_explain_the_legal_form() {
 /// `/mutate` on Pod UPDATE: one line per refused change, allowed, no patch.
 #[test]
 fn mutate_explains_each_refused_change_in_one_line() {
-    use crate::config::RuleSet;
+    use crate::k8s::workload::{parse_value, Kind};
+    use crate::rules::config::RuleSet;
     use crate::rules::{evaluate, Input, Operation, Phase};
-    use crate::workload::{parse_value, Kind};
 
     let zone = |vals: &[&str]| json!([{"matchExpressions": [expr("zone", "In", vals)]}]);
     let cases: Vec<(&str, Value, Value)> = vec![
@@ -598,12 +598,12 @@ fn mutate_explains_each_refused_change_in_one_line() {
             operation: Operation::Update,
             namespace: "demo",
             user: User::default(),
-            object: Some(&new),
-            old_object: Some(&old),
-            spread: None,
+            object: crate::rules::Subject::Template(&new),
+            old_object: Some(crate::rules::Subject::Template(&old)),
+            context: Default::default(),
         };
         let v = evaluate(&input, &rules);
-        assert!(v.allowed() && v.patch.is_empty(), "{name}");
+        assert!(v.allowed() && v.patches.is_empty(), "{name}");
         out.push_str(&format!("## {name}\n"));
         for w in v.warnings() {
             // Our own wording stays under 120 characters; quoted user content comes on top.

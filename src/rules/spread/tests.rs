@@ -1,9 +1,10 @@
 use serde_json::{json, Value};
 
+use super::SpreadDefaults;
 use super::*;
-use crate::config::{RuleSet, SpreadDefaults};
+use crate::k8s::workload::parse_value;
+use crate::rules::RuleSet;
 use crate::rules::{evaluate, Input, Operation, Phase, User, Verdict};
-use crate::workload::parse_value;
 
 fn constraints(v: Value) -> Vec<TopologySpreadConstraint> {
     serde_json::from_value(v).unwrap()
@@ -145,7 +146,7 @@ fn match_label_keys_are_merge_aware_for_pods_only() {
     assert_eq!(errors(in_labels, true), refused);
 }
 
-fn pod(v: Value) -> crate::workload::PodTemplate {
+fn pod(v: Value) -> crate::k8s::workload::PodTemplate {
     parse_value(Kind::Pod, &v).unwrap()
 }
 
@@ -172,7 +173,7 @@ fn run(
     phase: Phase,
     op: Operation,
     ns: &str,
-    t: &crate::workload::PodTemplate,
+    t: &crate::k8s::workload::PodTemplate,
     rules: &RuleSet,
 ) -> Verdict {
     let input = Input {
@@ -180,9 +181,9 @@ fn run(
         operation: op,
         namespace: ns,
         user: User::default(),
-        object: Some(t),
+        object: crate::rules::Subject::Template(t),
         old_object: None,
-        spread: None,
+        context: Default::default(),
     };
     evaluate(&input, rules)
 }
@@ -300,7 +301,7 @@ fn mutate(kind: Kind, object: Value, rules: &RuleSet) -> (Value, Verdict) {
     let t = parse_value(kind, &object).unwrap();
     let v = run(Phase::Mutate, Operation::Create, "demo", &t, rules);
     let mut patched = object;
-    json_patch::patch(&mut patched, &v.patch).unwrap();
+    json_patch::patch(&mut patched, &v.patch_ops()).unwrap();
     (patched, v)
 }
 
@@ -324,10 +325,10 @@ fn patched_objects_are_idempotent_and_valid() {
     let mut snapshot = String::new();
     for (kind, object) in objects {
         let (patched, v) = mutate(kind, object, &rules);
-        assert_eq!(v.patch.len(), 1);
+        assert_eq!(v.patch_ops().len(), 1);
         // A second pass (reinvocation) adds nothing.
         let (again, v2) = mutate(kind, patched.clone(), &rules);
-        assert!(v2.patch.is_empty(), "{kind:?} reinvocation patched again");
+        assert!(v2.patches.is_empty(), "{kind:?} reinvocation patched again");
         assert_eq!(again, patched);
         // The defaulted object passes this validation, warnings included.
         let t = parse_value(kind, &patched).unwrap();
@@ -351,7 +352,7 @@ fn validation_action_and_update_ratchet() {
     let t = pod(bad);
     let mut rules = RuleSet::default();
     assert!(!run(Phase::Validate, Operation::Create, "demo", &t, &rules).allowed());
-    rules.spec.topology_spread.validate.action = crate::config::Action::Warn;
+    rules.spec.topology_spread.validate.action = crate::rules::Action::Warn;
     let v = run(Phase::Validate, Operation::Create, "demo", &t, &rules);
     assert!(v.allowed());
     assert_eq!(v.warnings().len(), 1);
@@ -365,9 +366,9 @@ fn validation_action_and_update_ratchet() {
         operation: Operation::Update,
         namespace: "demo",
         user: User::default(),
-        object: Some(&t),
-        old_object: Some(&t),
-        spread: None,
+        object: crate::rules::Subject::Template(&t),
+        old_object: Some(crate::rules::Subject::Template(&t)),
+        context: Default::default(),
     };
     assert!(evaluate(&input, &rules).allowed());
 }

@@ -1,0 +1,558 @@
+//! AdmissionReview in, AdmissionReview out. Pure: the HTTPS handlers and the `review` command both
+//! call [`review`], so a request replayed offline gets exactly the server's answer. The body is
+//! read in one pass by [`reader`]; this module turns the verdict into the response.
+
+mod reader;
+
+use kube::core::admission::AdmissionResponse;
+use kube::core::{Status, TypeMeta};
+
+use crate::rules::{
+    self, Context, Input, Operation, Phase, RuleId, RuleSet, Subject, User, Verdict,
+};
+use reader::{Slot, Use};
+
+pub const API_VERSION: &str = "admission.k8s.io/v1";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Validate,
+    Mutate,
+}
+
+impl Endpoint {
+    fn phase(self) -> Phase {
+        match self {
+            Endpoint::Validate => Phase::Validate,
+            Endpoint::Mutate => Phase::Mutate,
+        }
+    }
+}
+
+/// Why a body got no AdmissionReview answer.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReviewError {
+    /// The request is unusable; the server answers HTTP 400 with this text.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Our own fault; the server answers 500 with a generic body and logs this.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The answer to one AdmissionReview, with what the logs need.
+#[derive(Debug)]
+pub struct Reviewed {
+    /// The response AdmissionReview, serialized.
+    pub body: Vec<u8>,
+    pub allowed: bool,
+    pub uid: String,
+    pub namespace: String,
+    pub name: String,
+    pub operation: &'static str,
+    pub rules: Vec<RuleId>,
+    pub verdict: Option<Verdict>,
+}
+
+/// An allowing response to the request with this uid; the verdict fills in the rest.
+fn allowing(types: TypeMeta, uid: &str) -> AdmissionResponse {
+    let mut r = AdmissionResponse::invalid("");
+    r.types = types;
+    r.uid = uid.to_string();
+    r.allowed = true;
+    r.result = Status::default();
+    r
+}
+
+/// Answers one AdmissionReview body.
+pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Reviewed, ReviewError> {
+    let phase = endpoint.phase();
+    let (types, req) = reader::parse_review(body, phase, rules)?;
+    let op = reader::operation(&req.operation);
+    let response = allowing(types, &req.uid);
+    let reviewed = Reviewed {
+        body: Vec::new(),
+        allowed: true,
+        uid: req.uid,
+        namespace: req.namespace.unwrap_or_default(),
+        name: req.name,
+        operation: op.as_str(),
+        rules: Vec::new(),
+        verdict: None,
+    };
+    let user = User {
+        username: req.user_info.username.as_deref().unwrap_or(""),
+        groups: req.user_info.groups.as_deref().unwrap_or(&[]),
+    };
+    let used = reader::use_of(
+        &req.kind,
+        op,
+        req.sub_resource.as_deref(),
+        false,
+        phase,
+        rules,
+    );
+    let input = |object, old_object| Input {
+        phase,
+        operation: op,
+        namespace: &reviewed.namespace,
+        user,
+        object,
+        old_object,
+        context: Context::default(),
+    };
+    let verdict = match used {
+        Use::Spread => {
+            let object = spread_of(req.object, "object", op)?;
+            let old = match op {
+                Operation::Update => Some(spread_of(req.old_object, "oldObject", op)?),
+                _ => None,
+            };
+            rules::evaluate(
+                &input(
+                    Subject::WorkloadSpread(&object),
+                    old.as_ref().map(Subject::WorkloadSpread),
+                ),
+                rules,
+            )
+        }
+        Use::Template(kind) => {
+            let object = reader::template_of(req.object, kind, "object", op)?;
+            let old = match op {
+                Operation::Update => {
+                    Some(reader::template_of(req.old_object, kind, "oldObject", op)?)
+                }
+                _ => None,
+            };
+            rules::evaluate(
+                &input(
+                    Subject::Template(&object),
+                    old.as_ref().map(Subject::Template),
+                ),
+                rules,
+            )
+        }
+        Use::Ignore => {
+            let mut reviewed = reviewed;
+            reviewed.body = encode(response)?;
+            return Ok(reviewed);
+        }
+    };
+    finish(reviewed, response, verdict)
+}
+
+/// A WorkloadSpread the single pass kept raw.
+fn spread_of(slot: Slot, field: &str, op: Operation) -> Result<serde_json::Value, ReviewError> {
+    match slot {
+        Slot::Raw(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+            ReviewError::BadRequest(format!("request.{field}: cannot read WorkloadSpread: {e}"))
+        }),
+        Slot::Absent => Err(ReviewError::BadRequest(format!(
+            "request.{field} is required for {} of workloadspreads",
+            op.as_str()
+        ))),
+        Slot::Read(_) | Slot::Skipped => Err(ReviewError::Internal(format!(
+            "request.{field} of a WorkloadSpread was not kept raw"
+        ))),
+    }
+}
+
+/// Puts a verdict into the response and the decision record.
+fn finish(
+    mut reviewed: Reviewed,
+    response: AdmissionResponse,
+    verdict: Verdict,
+) -> Result<Reviewed, ReviewError> {
+    let response = respond(response, &verdict)?;
+    reviewed.allowed = verdict.allowed();
+    reviewed.rules = verdict.rules_run.clone();
+    reviewed.verdict = Some(verdict);
+    reviewed.body = encode(response)?;
+    Ok(reviewed)
+}
+
+/// Serializes the response review. kube-core writes `patch` as an array of numbers; the API
+/// defines it as base64 (Go's `[]byte`), which is what every apiserver and client expects.
+fn encode(response: AdmissionResponse) -> Result<Vec<u8>, ReviewError> {
+    use base64::Engine;
+    let enc =
+        |e: serde_json::Error| ReviewError::Internal(format!("cannot encode the response: {e}"));
+    let patch = response.patch.clone();
+    let review = response.into_review();
+    match patch {
+        None => serde_json::to_vec(&review).map_err(enc),
+        Some(bytes) => {
+            let mut v = serde_json::to_value(&review).map_err(enc)?;
+            v["response"]["patch"] = base64::engine::general_purpose::STANDARD
+                .encode(bytes)
+                .into();
+            serde_json::to_vec(&v).map_err(enc)
+        }
+    }
+}
+
+/// The request's object with a mutation's patch applied: what the apiserver will store.
+pub fn patched_object(body: &[u8], reviewed: &Reviewed) -> Result<serde_json::Value, ReviewError> {
+    let review: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ReviewError::BadRequest(format!("request body is not valid JSON: {e}")))?;
+    let mut object = review["request"]["object"].clone();
+    if let Some(v) = &reviewed.verdict {
+        json_patch::patch(&mut object, &v.patch_ops()).map_err(|e| {
+            ReviewError::Internal(format!("the patch does not apply to request.object: {e}"))
+        })?;
+    }
+    Ok(object)
+}
+
+/// Turns a verdict into the AdmissionResponse fields: a denial lists every error in the message
+/// and one `details.causes` entry each; hints and warn-action findings become warnings.
+fn respond(
+    mut response: AdmissionResponse,
+    verdict: &Verdict,
+) -> Result<AdmissionResponse, ReviewError> {
+    if !verdict.patches.is_empty() {
+        response = response
+            .with_patch(json_patch::Patch(verdict.patch_ops()))
+            .map_err(|e| ReviewError::Internal(format!("cannot encode the patch: {e}")))?;
+    }
+    let warnings = verdict.warnings();
+    if !warnings.is_empty() {
+        response.warnings = Some(warnings);
+    }
+    if let Some(message) = verdict.denial_message() {
+        let causes = verdict
+            .denials()
+            .map(|f| kube::core::response::StatusCause {
+                reason: f.error.kind.cause().to_string(),
+                message: f.error.body(),
+                field: f.error.path.to_string(),
+            })
+            .collect();
+        response = response.deny(&message);
+        response.result = Status::failure(&message, "Forbidden")
+            .with_code(403)
+            .with_details(kube::core::response::StatusDetails {
+                name: String::new(),
+                group: String::new(),
+                kind: String::new(),
+                uid: String::new(),
+                causes,
+                retry_after_seconds: 0,
+            });
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/testdata/admission-reviews/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn answer(name: &str) -> serde_json::Value {
+        let r = review(&fixture(name), Endpoint::Validate, &RuleSet::default()).unwrap();
+        serde_json::from_slice(&r.body).unwrap()
+    }
+
+    #[test]
+    fn recorded_requests_get_the_expected_verdicts() {
+        let cases = [
+            ("pod-update-add-nodeselector-gated.validate.json", true),
+            ("pod-update-add-nodeselector-gated-2.validate.json", true),
+            (
+                "pod-update-add-required-nodeaffinity-gated.validate.json",
+                true,
+            ),
+            (
+                "pod-update-add-nodeaffinity-expression-gated.validate.json",
+                true,
+            ),
+            ("pod-update-add-toleration-gated.validate.json", true),
+            ("pod-update-ungate-and-add-nodeselector.validate.json", true),
+            ("pod-update-ungate-only.validate.json", true),
+            ("pod-update-labels-only-ungated.validate.json", true),
+            ("pod-update-denied.validate.json", true),
+            ("pod-create-gated.validate.json", true),
+            (
+                "deployment-update-template-add-nodeselector.validate.json",
+                true,
+            ),
+            // The apiserver refused this one before any validating webhook; we refuse it too.
+            (
+                "pod-update-remove-nodeselector-key-gated.mutate.json",
+                false,
+            ),
+        ];
+        for (name, allowed) in cases {
+            let a = answer(name);
+            assert_eq!(a["response"]["allowed"], allowed, "{name}: {a}");
+            assert_eq!(a["apiVersion"], "admission.k8s.io/v1");
+            assert_eq!(a["kind"], "AdmissionReview");
+            let uid = serde_json::from_slice::<serde_json::Value>(&fixture(name)).unwrap()
+                ["request"]["uid"]
+                .clone();
+            assert_eq!(a["response"]["uid"], uid, "{name}");
+        }
+    }
+
+    #[test]
+    fn warnings_for_namespace_scoped_anti_affinity() {
+        let a = answer("statefulset-create-zone-anti-affinity.validate.json");
+        assert_eq!(
+            a["response"]["warnings"][0],
+            "hard-anti-affinity: spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Forbidden: hard anti-affinity on \"topology.kubernetes.io/zone\" in namespace \"demo\" lets this pod block every matching pod there from a whole zone; allowed keys: kubernetes.io/hostname"
+        );
+        let a = answer("replicaset-create-hostname-anti-affinity-namespaces.validate.json");
+        assert!(a["response"].get("warnings").is_none());
+    }
+
+    #[test]
+    fn mutate_answers_with_a_base64_json_patch() {
+        use base64::Engine;
+        let body = fixture("pod-create-jsonpatch-spread.mutate.json");
+        let r = review(&body, Endpoint::Mutate, &RuleSet::default()).unwrap();
+        let a: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(a["response"]["allowed"], true);
+        assert_eq!(a["response"]["patchType"], "JSONPatch");
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(a["response"]["patch"].as_str().unwrap())
+            .unwrap();
+        let patch: json_patch::Patch = serde_json::from_slice(&raw).unwrap();
+        let mut object = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["request"]
+            ["object"]
+            .clone();
+        json_patch::patch(&mut object, &patch).unwrap();
+        assert_eq!(object, patched_object(&body, &r).unwrap());
+        assert_eq!(
+            object["spec"]["topologySpreadConstraints"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        // Validation of the same request (as the apiserver sends it after mutation) then passes.
+        let v = review(
+            &fixture("pod-create-jsonpatch-spread.validate.json"),
+            Endpoint::Validate,
+            &RuleSet::default(),
+        )
+        .unwrap();
+        assert!(v.allowed);
+        // Objects that already have constraints are left alone.
+        let r = review(
+            &fixture("pod-create-topology-spread.mutate.json"),
+            Endpoint::Mutate,
+            &RuleSet::default(),
+        )
+        .unwrap();
+        let a: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert!(a["response"].get("patch").is_none());
+    }
+
+    #[test]
+    fn workloadspreads_are_validated_only_when_enabled() {
+        let body = br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"w1","kind":{"group":"apps.kruise.io","version":"v1alpha1","kind":"WorkloadSpread"},"resource":{"group":"apps.kruise.io","version":"v1alpha1","resource":"workloadspreads"},"name":"s","namespace":"demo","operation":"CREATE","userInfo":{"username":"admin"},"object":{"apiVersion":"apps.kruise.io/v1alpha1","kind":"WorkloadSpread","metadata":{"name":"s"},"spec":{"targetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"subsets":[{"name":"a","maxReplicas":"60%"},{"name":"b","maxReplicas":"60%"}]}}}}"#;
+        let off = review(body, Endpoint::Validate, &RuleSet::default()).unwrap();
+        assert!(off.allowed && off.rules.is_empty());
+        let mut rules = RuleSet::default();
+        rules.spec.workload_spread.enabled = true;
+        let on = review(body, Endpoint::Validate, &rules).unwrap();
+        assert!(!on.allowed);
+        let v: serde_json::Value = serde_json::from_slice(&on.body).unwrap();
+        assert_eq!(
+            v["response"]["status"]["message"],
+            "spec.subsets: Invalid value: \"120%\": the percentages of maxReplicas add up to more than 100%"
+        );
+    }
+
+    #[test]
+    fn cronjob_denial_snapshot() {
+        insta::assert_json_snapshot!(answer("cronjob-create-region-anti-affinity.validate.json"));
+    }
+
+    #[test]
+    fn denial_response_snapshot() {
+        insta::assert_json_snapshot!(answer(
+            "pod-update-remove-nodeselector-key-gated.mutate.json"
+        ));
+    }
+
+    #[test]
+    fn bad_bodies_are_bad_requests() {
+        let rules = RuleSet::default();
+        let cases: [(&[u8], &str); 7] = [
+            (b"not json", "request body is not valid JSON: expected ident at line 1 column 2"),
+            (b"{\"kind\": \"AdmissionReview\"", "request body is not valid JSON: EOF while parsing an object at line 1 column 26"),
+            (b"[1,2]", "request body is not an AdmissionReview: expected a JSON object"),
+            (b"{\"kind\":\"Pod\",\"apiVersion\":\"v1\"}", "request body is not an AdmissionReview: kind is \"Pod\", expected \"AdmissionReview\""),
+            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1beta1\"}", "unsupported AdmissionReview apiVersion \"admission.k8s.io/v1beta1\"; this server speaks \"admission.k8s.io/v1\" (set admissionReviewVersions: [v1])"),
+            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\"}", "AdmissionReview has no request"),
+            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{\"uid\":\"1\"}}", "request body is not an AdmissionReview: missing field `kind` at line 1 column 82"),
+        ];
+        for (body, want) in cases {
+            let err = review(body, Endpoint::Validate, &rules).unwrap_err();
+            assert_eq!(
+                err,
+                ReviewError::BadRequest(want.to_string()),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+
+    fn pod_update(object: &str, old: &str) -> Vec<u8> {
+        format!(
+            r#"{{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{{"uid":"u1","kind":{{"group":"","version":"v1","kind":"Pod"}},"resource":{{"group":"","version":"v1","resource":"pods"}},"name":"p","namespace":"demo","operation":"UPDATE","userInfo":{{"username":"admin"}}{object}{old}}}}}"#
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn objects_that_cannot_be_read_are_bad_requests() {
+        let rules = RuleSet::default();
+        let cases = [
+            (pod_update(r#","object":{"spec":{}}"#, ""), "request.oldObject is required for UPDATE of pods"),
+            (pod_update("", r#","oldObject":{"spec":{}}"#), "request.object is required for UPDATE of pods"),
+            (
+                pod_update(r#","object":{"kind":"Deployment","spec":{}}"#, r#","oldObject":{"spec":{}}"#),
+                r#"request.object.kind: cannot read Pod: object has kind "Deployment", expected "Pod""#,
+            ),
+            (
+                pod_update(r#","object":{"spec":{"nodeSelector":"x"}}"#, r#","oldObject":{"spec":{}}"#),
+                "request.object.spec.nodeSelector: cannot read Pod: invalid type: string \"x\", expected a map",
+            ),
+            (
+                pod_update(r#","object":[1]"#, r#","oldObject":{"spec":{}}"#),
+                "request.object: cannot read Pod: expected a JSON object",
+            ),
+            // serde's derived structs would read an empty array as an empty object.
+            (
+                pod_update(r#","object":{"spec":{}}"#, r#","oldObject":[]"#),
+                "request.oldObject: cannot read Pod: expected a JSON object",
+            ),
+            (
+                pod_update(r#","object":{"spec":{}}"#, r#","oldObject":{"spec":{}},"object":{}"#),
+                "request body is not an AdmissionReview: duplicate field `object` at line 1 column 324",
+            ),
+        ];
+        for (body, want) in cases {
+            let err = review(&body, Endpoint::Validate, &rules).unwrap_err();
+            assert_eq!(err, ReviewError::BadRequest(want.to_string()));
+        }
+    }
+
+    #[test]
+    fn requests_no_rule_cares_about_are_allowed_without_reading_objects() {
+        let rules = RuleSet::default();
+        // Broken objects prove they were not read.
+        let status = String::from_utf8(pod_update(r#","object":7"#, r#","oldObject":7"#))
+            .unwrap()
+            .replace(
+                r#""namespace":"demo""#,
+                r#""namespace":"demo","subResource":"status""#,
+            );
+        let delete = String::from_utf8(pod_update(r#","object":7"#, r#","oldObject":7"#))
+            .unwrap()
+            .replace("UPDATE", "DELETE");
+        let other = String::from_utf8(pod_update(r#","object":7"#, r#","oldObject":7"#))
+            .unwrap()
+            .replace(r#""kind":"Pod""#, r#""kind":"ConfigMap""#);
+        for body in [status, delete, other] {
+            let r = review(body.as_bytes(), Endpoint::Validate, &rules).unwrap();
+            assert!(r.allowed);
+            assert!(r.rules.is_empty());
+        }
+    }
+
+    fn slots(body: &[u8], phase: Phase) -> (String, String) {
+        let name = |s: &Slot| {
+            match s {
+                Slot::Absent => "absent",
+                Slot::Read(_) => "read",
+                Slot::Raw(_) => "raw",
+                Slot::Skipped => "skipped",
+            }
+            .to_string()
+        };
+        let rules = RuleSet::default();
+        let r = reader::read_review(
+            body,
+            reader::Read::Direct {
+                phase,
+                rules: &rules,
+            },
+        )
+        .unwrap();
+        let req = r.request.unwrap();
+        (name(&req.object), name(&req.old_object))
+    }
+
+    #[test]
+    fn objects_are_read_in_the_same_pass_when_the_apiserver_order_allows() {
+        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let gated = fixture("pod-update-add-nodeselector-gated.validate.json");
+        assert_eq!(slots(&gated, Phase::Validate), s("read", "read"));
+        let create = fixture("pod-create-jsonpatch-spread.mutate.json");
+        assert_eq!(slots(&create, Phase::Mutate), s("read", "absent"));
+        // Nothing reads a ConfigMap or a status update: skipped, not kept.
+        let other = String::from_utf8(pod_update(r#","object":{}"#, r#","oldObject":{}"#))
+            .unwrap()
+            .replace(r#""kind":"Pod""#, r#""kind":"ConfigMap""#);
+        assert_eq!(
+            slots(other.as_bytes(), Phase::Validate),
+            s("skipped", "skipped")
+        );
+        let status = String::from_utf8(pod_update(r#","object":{}"#, r#","oldObject":{}"#))
+            .unwrap()
+            .replace(
+                r#""namespace":"demo""#,
+                r#""namespace":"demo","subResource":"status""#,
+            );
+        assert_eq!(
+            slots(status.as_bytes(), Phase::Validate),
+            s("skipped", "skipped")
+        );
+        // Objects before `operation` (keys sorted): kept raw, read afterwards.
+        let sorted =
+            serde_json::to_vec(&serde_json::from_slice::<serde_json::Value>(&gated).unwrap())
+                .unwrap();
+        assert_eq!(slots(&sorted, Phase::Validate), s("raw", "raw"));
+    }
+
+    #[test]
+    fn the_answer_does_not_depend_on_field_order() {
+        let dir = format!("{}/testdata/admission-reviews", env!("CARGO_MANIFEST_DIR"));
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        names.sort();
+        assert!(names.len() > 30);
+        let mut rules = RuleSet::default();
+        rules.spec.workload_spread.enabled = true;
+        for name in names {
+            let body = fixture(&name);
+            // serde_json's map sorts keys: `object` then comes before `operation`.
+            let sorted =
+                serde_json::to_vec(&serde_json::from_slice::<serde_json::Value>(&body).unwrap())
+                    .unwrap();
+            for endpoint in [Endpoint::Validate, Endpoint::Mutate] {
+                let a = review(&body, endpoint, &rules).unwrap();
+                let b = review(&sorted, endpoint, &rules).unwrap();
+                assert_eq!(
+                    String::from_utf8(a.body).unwrap(),
+                    String::from_utf8(b.body).unwrap(),
+                    "{name} {endpoint:?}"
+                );
+                assert_eq!(a.rules, b.rules, "{name}");
+            }
+        }
+    }
+}

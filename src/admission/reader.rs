@@ -1,0 +1,467 @@
+//! The single pass over an AdmissionReview body.
+//!
+//! kube-apiserver writes `kind`, `subResource` and `operation` before `object` and `oldObject`,
+//! so by the time the objects arrive we know whether a rule reads them: those that matter are
+//! read straight into the views the rules use, the rest are skipped (still checked to be JSON).
+//! A body whose fields come in another order still works: objects met before we can decide are
+//! kept as raw JSON and read afterwards. A read that fails is repeated with every object kept
+//! raw, so the error names the right field.
+
+use std::fmt;
+
+use kube::core::admission::Operation as KubeOperation;
+use kube::core::{GroupVersionKind, TypeMeta};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{ReviewError, API_VERSION};
+use crate::k8s::workload::{self, Kind, PodTemplate, TemplateSeed};
+use crate::rules::{self, ObjectKind, Operation, Phase, Request as RuleRequest, RuleSet};
+
+pub(super) fn operation(op: &KubeOperation) -> Operation {
+    match op {
+        KubeOperation::Create => Operation::Create,
+        KubeOperation::Update => Operation::Update,
+        KubeOperation::Delete => Operation::Delete,
+        KubeOperation::Connect => Operation::Connect,
+    }
+}
+
+/// What a request's object is to us, decided from the request's kind, operation and subresource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Use {
+    /// A rule reads its pod template.
+    Template(Kind),
+    /// A WorkloadSpread to validate.
+    Spread,
+    /// No rule reads it.
+    Ignore,
+}
+
+pub(super) fn use_of(
+    kind: &GroupVersionKind,
+    op: Operation,
+    sub_resource: Option<&str>,
+    old: bool,
+    phase: Phase,
+    rules: &RuleSet,
+) -> Use {
+    if sub_resource.is_some_and(|s| !s.is_empty()) || (old && op != Operation::Update) {
+        return Use::Ignore;
+    }
+    let object =
+        if kind.group == crate::kruise::workloadspread::GROUP && kind.kind == "WorkloadSpread" {
+            ObjectKind::WorkloadSpread
+        } else {
+            match Kind::from_group_kind(&kind.group, &kind.kind) {
+                Some(k) => ObjectKind::Template(k),
+                None => return Use::Ignore,
+            }
+        };
+    let request = RuleRequest {
+        phase,
+        operation: op,
+        kind: object,
+    };
+    match object {
+        _ if !rules::applies(&rules.spec, request) => Use::Ignore,
+        ObjectKind::Template(k) => Use::Template(k),
+        ObjectKind::WorkloadSpread => Use::Spread,
+    }
+}
+
+/// How the objects are read.
+#[derive(Clone, Copy)]
+pub(super) enum Read<'r> {
+    /// Into views as soon as we know what they are for.
+    Direct { phase: Phase, rules: &'r RuleSet },
+    /// Kept raw: the second, explaining read after a direct read failed.
+    Deferred,
+}
+
+/// One of the request's objects as the single pass left it.
+pub(super) enum Slot<'de> {
+    Absent,
+    Read(Box<PodTemplate>),
+    Raw(&'de RawValue),
+    Skipped,
+}
+
+struct SlotSeed(Option<Use>);
+
+impl<'de> DeserializeSeed<'de> for SlotSeed {
+    type Value = Slot<'de>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Slot<'de>, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SlotSeed {
+    type Value = Slot<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object or null")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Slot<'de>, E> {
+        Ok(Slot::Absent)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Slot<'de>, E> {
+        Ok(Slot::Absent)
+    }
+
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Slot<'de>, D::Error> {
+        Ok(match self.0 {
+            Some(Use::Template(k)) => Slot::Read(Box::new(TemplateSeed(k).deserialize(d)?)),
+            Some(Use::Ignore) => {
+                IgnoredAny::deserialize(d)?;
+                Slot::Skipped
+            }
+            Some(Use::Spread) | None => Slot::Raw(<&RawValue>::deserialize(d)?),
+        })
+    }
+}
+
+/// `request`: kube's `AdmissionRequest` with the same required fields, reading only what we use
+/// (the resource, request kind and options are only checked to be JSON), and the objects go
+/// through [`SlotSeed`].
+pub(super) struct Request<'de> {
+    pub uid: String,
+    pub kind: GroupVersionKind,
+    pub sub_resource: Option<String>,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub operation: KubeOperation,
+    pub user_info: UserInfo,
+    pub object: Slot<'de>,
+    pub old_object: Slot<'de>,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum RequestField {
+    Uid,
+    Kind,
+    Resource,
+    SubResource,
+    RequestKind,
+    RequestResource,
+    RequestSubResource,
+    Name,
+    Namespace,
+    Operation,
+    UserInfo,
+    Object,
+    OldObject,
+    DryRun,
+    Options,
+    #[serde(other)]
+    Other,
+}
+
+const REQUEST_FIELDS: &[&str] = &[
+    "uid",
+    "kind",
+    "resource",
+    "subResource",
+    "requestKind",
+    "requestResource",
+    "requestSubResource",
+    "name",
+    "namespace",
+    "operation",
+    "userInfo",
+    "object",
+    "oldObject",
+    "dryRun",
+    "options",
+];
+
+/// Reads a field's value, refusing a second occurrence as serde's derived structs do.
+fn once<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+    slot: &mut Option<T>,
+    map: &mut A,
+    field: &'static str,
+) -> Result<(), A::Error> {
+    once_seed(slot, map, field, std::marker::PhantomData)
+}
+
+fn once_seed<'de, S: DeserializeSeed<'de>, A: MapAccess<'de>>(
+    slot: &mut Option<S::Value>,
+    map: &mut A,
+    field: &'static str,
+    seed: S,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(de::Error::duplicate_field(field));
+    }
+    *slot = Some(map.next_value_seed(seed)?);
+    Ok(())
+}
+
+/// `userInfo`, without `uid` and `extra`.
+#[derive(Deserialize)]
+pub(super) struct UserInfo {
+    #[serde(default)]
+    pub username: Option<String>,
+    #[serde(default)]
+    pub groups: Option<Vec<String>>,
+}
+
+struct RequestVisitor<'r>(Read<'r>);
+
+impl<'de> Visitor<'de> for RequestVisitor<'_> {
+    type Value = Request<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct AdmissionRequest")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Request<'de>, A::Error> {
+        let mut uid: Option<String> = None;
+        let mut kind: Option<GroupVersionKind> = None;
+        let mut resource: Option<IgnoredAny> = None;
+        let mut sub_resource: Option<Option<String>> = None;
+        let mut request_kind: Option<IgnoredAny> = None;
+        let mut request_resource: Option<IgnoredAny> = None;
+        let mut request_sub_resource: Option<IgnoredAny> = None;
+        let mut name: Option<String> = None;
+        let mut namespace: Option<Option<String>> = None;
+        let mut op: Option<KubeOperation> = None;
+        let mut user_info: Option<UserInfo> = None;
+        let mut object: Option<Slot<'de>> = None;
+        let mut old_object: Option<Slot<'de>> = None;
+        let mut dry_run: Option<IgnoredAny> = None;
+        let mut options: Option<IgnoredAny> = None;
+        while let Some(field) = map.next_key::<RequestField>()? {
+            match field {
+                RequestField::Uid => once(&mut uid, &mut map, "uid")?,
+                RequestField::Kind => once(&mut kind, &mut map, "kind")?,
+                RequestField::Resource => once(&mut resource, &mut map, "resource")?,
+                RequestField::SubResource => once(&mut sub_resource, &mut map, "subResource")?,
+                RequestField::RequestKind => once(&mut request_kind, &mut map, "requestKind")?,
+                RequestField::RequestResource => {
+                    once(&mut request_resource, &mut map, "requestResource")?
+                }
+                RequestField::RequestSubResource => {
+                    once(&mut request_sub_resource, &mut map, "requestSubResource")?
+                }
+                RequestField::Name => once(&mut name, &mut map, "name")?,
+                RequestField::Namespace => once(&mut namespace, &mut map, "namespace")?,
+                RequestField::Operation => once(&mut op, &mut map, "operation")?,
+                RequestField::UserInfo => once(&mut user_info, &mut map, "userInfo")?,
+                RequestField::Object | RequestField::OldObject => {
+                    let old = matches!(field, RequestField::OldObject);
+                    let (slot, name) = if old {
+                        (&mut old_object, "oldObject")
+                    } else {
+                        (&mut object, "object")
+                    };
+                    let decided = match (self.0, &kind, &op) {
+                        (Read::Direct { phase, rules }, Some(k), Some(o)) => Some(use_of(
+                            k,
+                            operation(o),
+                            sub_resource.as_ref().and_then(|s| s.as_deref()),
+                            old,
+                            phase,
+                            rules,
+                        )),
+                        _ => None,
+                    };
+                    once_seed(slot, &mut map, name, SlotSeed(decided))?;
+                }
+                RequestField::DryRun => once(&mut dry_run, &mut map, "dryRun")?,
+                RequestField::Options => once(&mut options, &mut map, "options")?,
+                RequestField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Request {
+            uid: uid.ok_or_else(|| de::Error::missing_field("uid"))?,
+            kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
+            sub_resource: match resource {
+                Some(_) => sub_resource.flatten(),
+                None => return Err(de::Error::missing_field("resource")),
+            },
+            name: name.unwrap_or_default(),
+            namespace: namespace.flatten(),
+            operation: op.ok_or_else(|| de::Error::missing_field("operation"))?,
+            user_info: user_info.ok_or_else(|| de::Error::missing_field("userInfo"))?,
+            object: object.unwrap_or(Slot::Absent),
+            old_object: old_object.unwrap_or(Slot::Absent),
+        })
+    }
+}
+
+struct RequestSeed<'r>(Read<'r>);
+
+impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
+    type Value = Option<Request<'de>>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RequestSeed<'_> {
+    type Value = Option<Request<'de>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct AdmissionRequest")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_struct("AdmissionRequest", REQUEST_FIELDS, RequestVisitor(self.0))
+            .map(Some)
+    }
+}
+
+/// The AdmissionReview around the request.
+pub(super) struct Review<'de> {
+    api_version: Option<String>,
+    kind: Option<String>,
+    pub request: Option<Request<'de>>,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum ReviewField {
+    ApiVersion,
+    Kind,
+    Request,
+    #[serde(other)]
+    Other,
+}
+
+struct ReviewVisitor<'r>(Read<'r>);
+
+impl<'de> Visitor<'de> for ReviewVisitor<'_> {
+    type Value = Review<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct AdmissionReview")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Review<'de>, A::Error> {
+        let mut api_version: Option<Option<String>> = None;
+        let mut kind: Option<Option<String>> = None;
+        let mut request: Option<Option<Request<'de>>> = None;
+        while let Some(field) = map.next_key::<ReviewField>()? {
+            match field {
+                ReviewField::ApiVersion => once(&mut api_version, &mut map, "apiVersion")?,
+                ReviewField::Kind => once(&mut kind, &mut map, "kind")?,
+                ReviewField::Request => {
+                    once_seed(&mut request, &mut map, "request", RequestSeed(self.0))?
+                }
+                ReviewField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Review {
+            api_version: api_version.flatten(),
+            kind: kind.flatten(),
+            request: request.flatten(),
+        })
+    }
+}
+
+pub(super) fn read_review<'de>(
+    body: &'de [u8],
+    read: Read<'_>,
+) -> Result<Review<'de>, serde_json::Error> {
+    fn run<'de, R: serde_json::de::Read<'de>>(
+        mut de: serde_json::Deserializer<R>,
+        read: Read<'_>,
+    ) -> Result<Review<'de>, serde_json::Error> {
+        let review = de::Deserializer::deserialize_map(&mut de, ReviewVisitor(read))?;
+        de.end()?;
+        Ok(review)
+    }
+    // One UTF-8 check of the whole body is cheaper than serde_json's check of every string it
+    // reads from bytes; a body that fails it is read from bytes for serde_json's exact error.
+    match std::str::from_utf8(body) {
+        Ok(text) => run(serde_json::Deserializer::from_str(text), read),
+        Err(_) => run(serde_json::Deserializer::from_slice(body), read),
+    }
+}
+
+pub(super) fn parse_review<'de>(
+    body: &'de [u8],
+    phase: Phase,
+    rules: &RuleSet,
+) -> Result<(TypeMeta, Request<'de>), ReviewError> {
+    let first = body.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{')
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+    {
+        return Err(ReviewError::BadRequest(
+            "request body is not an AdmissionReview: expected a JSON object".to_string(),
+        ));
+    }
+    let env = read_review(body, Read::Direct { phase, rules })
+        .or_else(|_| read_review(body, Read::Deferred))
+        .map_err(|e| {
+            if e.is_syntax() || e.is_eof() {
+                ReviewError::BadRequest(format!("request body is not valid JSON: {e}"))
+            } else {
+                ReviewError::BadRequest(format!("request body is not an AdmissionReview: {e}"))
+            }
+        })?;
+    let kind = env.kind.unwrap_or_default();
+    if kind != "AdmissionReview" {
+        return Err(ReviewError::BadRequest(format!(
+            "request body is not an AdmissionReview: kind is {kind:?}, expected \"AdmissionReview\""
+        )));
+    }
+    let api_version = env.api_version.unwrap_or_default();
+    if api_version != API_VERSION {
+        return Err(ReviewError::BadRequest(format!(
+            "unsupported AdmissionReview apiVersion {api_version:?}; this server speaks {API_VERSION:?} (set admissionReviewVersions: [v1])"
+        )));
+    }
+    let req = env
+        .request
+        .ok_or_else(|| ReviewError::BadRequest("AdmissionReview has no request".to_string()))?;
+    Ok((TypeMeta { api_version, kind }, req))
+}
+
+/// The pod template of an object a rule reads, whichever way the single pass left it.
+pub(super) fn template_of(
+    slot: Slot,
+    kind: Kind,
+    field: &str,
+    op: Operation,
+) -> Result<PodTemplate, ReviewError> {
+    match slot {
+        Slot::Read(t) => Ok(*t),
+        Slot::Raw(raw) => workload::parse_json(kind, raw.get()).map_err(|e| {
+            let at = if e.path.is_empty() || e.path == "." {
+                String::new()
+            } else {
+                format!(".{}", e.path)
+            };
+            ReviewError::BadRequest(format!(
+                "request.{field}{at}: cannot read {}: {}",
+                e.kind, e.message
+            ))
+        }),
+        Slot::Absent => Err(ReviewError::BadRequest(format!(
+            "request.{field} is required for {} of {}",
+            op.as_str(),
+            kind.resource()
+        ))),
+        // `use_of` only grows stricter as later fields arrive, so a skipped object stays unused.
+        Slot::Skipped => Err(ReviewError::Internal(format!(
+            "request.{field} was skipped but is needed"
+        ))),
+    }
+}

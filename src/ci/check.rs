@@ -1,0 +1,370 @@
+//! `check`: manifests in, diagnostics out. Each object is treated as a CREATE and goes through the
+//! same [`rules::evaluate`] as `/validate` and `/mutate`; every finding, note and patch becomes a
+//! [`Diagnostic`] through one constructor.
+
+use serde_json::Value;
+
+use crate::ci::report::{Diagnostic, Report, Severity, Suppressed};
+use crate::k8s::fieldpath::FieldPath;
+use crate::k8s::manifest::{self, Object};
+use crate::k8s::workload::{self, group_of, Kind};
+use crate::kruise::workloadspread::{self as ws, Target};
+use crate::rules::{
+    self, Action, Context, Input, Operation, Phase, RuleSet, Subject, User, Verdict,
+};
+
+pub const IGNORE_ANNOTATION: &str = "placement-guard.io/ignore";
+pub const IGNORE_REASON_ANNOTATION: &str = "placement-guard.io/ignore-reason";
+/// Findings about input that could not be read as YAML or as an object.
+pub const RULE_YAML: &str = "yaml-syntax";
+pub const RULE_INVALID: &str = "invalid-object";
+pub const RULE_UNREADABLE: &str = "unreadable";
+
+/// A workload a WorkloadSpread may target: (group, kind, namespace, name), pod spec, replicas.
+#[derive(Clone, Debug, PartialEq)]
+struct Workload {
+    id: (String, String, String, String),
+    spec: crate::k8s::model::PodSpec,
+    replicas: Option<i64>,
+}
+
+impl Workload {
+    fn of(v: &Value) -> Option<Workload> {
+        Some(Workload {
+            id: workload_id(v),
+            spec: workload::workload_pod_spec(v)?,
+            replicas: v["spec"]["replicas"].as_i64(),
+        })
+    }
+}
+
+fn workload_id(v: &Value) -> (String, String, String, String) {
+    let s = |x: &Value| x.as_str().unwrap_or("").to_string();
+    (
+        group_of(v["apiVersion"].as_str().unwrap_or("")).to_string(),
+        s(&v["kind"]),
+        s(&v["metadata"]["namespace"]),
+        s(&v["metadata"]["name"]),
+    )
+}
+
+/// A run of `check`: the rules, what has been read so far, and the report it fills.
+pub struct Checker {
+    rules: RuleSet,
+    report: Report,
+    /// WorkloadSpreads, judged by [`Checker::finish`] once every file is read (their targets
+    /// may be in other files).
+    spreads: Vec<(String, Object)>,
+    workloads: Vec<Workload>,
+}
+
+impl Checker {
+    pub fn new(rules: &RuleSet) -> Checker {
+        let mut rules = rules.clone();
+        // `workloadSpread.enabled` says whether the webhook is registered for WorkloadSpreads;
+        // manifests are always checked, with the configured action.
+        rules.spec.workload_spread.enabled = true;
+        Checker {
+            rules,
+            report: Report::default(),
+            spreads: Vec::new(),
+            workloads: Vec::new(),
+        }
+    }
+
+    /// Registers the workloads of a cluster dump (`--cluster`) as WorkloadSpread targets; they
+    /// are not checked themselves.
+    pub fn add_targets(&mut self, text: &str) -> Result<usize, String> {
+        let objects = manifest::parse(text).map_err(|e| e.to_string())?;
+        let before = self.workloads.len();
+        self.workloads
+            .extend(objects.iter().filter_map(|o| Workload::of(&o.value)));
+        Ok(self.workloads.len() - before)
+    }
+
+    /// Adds a file that could not be read at all.
+    pub fn unreadable(&mut self, file: &str, message: String) {
+        self.report.files += 1;
+        self.report.diagnostics.push(Diagnostic::file_level(
+            file,
+            manifest::Pos { line: 1, column: 1 },
+            RULE_UNREADABLE,
+            message,
+        ));
+    }
+
+    /// Checks one file's text.
+    pub fn check_text(&mut self, file: &str, text: &str) {
+        self.report.files += 1;
+        match manifest::parse(text) {
+            Ok(objects) => {
+                for obj in objects {
+                    self.check_object(file, obj);
+                }
+            }
+            Err(e) => self.report.diagnostics.push(Diagnostic::file_level(
+                file,
+                manifest::Pos {
+                    line: e.pos_line,
+                    column: e.pos_col,
+                },
+                RULE_YAML,
+                format!("not valid YAML: {}", e.message),
+            )),
+        }
+    }
+
+    fn check_object(&mut self, file: &str, obj: Object) {
+        let v = &obj.value;
+        let (api, kind_name) = (
+            v["apiVersion"].as_str().unwrap_or(""),
+            v["kind"].as_str().unwrap_or(""),
+        );
+        if group_of(api) == ws::GROUP && kind_name == "WorkloadSpread" {
+            self.report.objects += 1;
+            self.report
+                .checked
+                .push((file.to_string(), format!("WorkloadSpread {}", name_of(v))));
+            self.spreads.push((file.to_string(), obj));
+            return;
+        }
+        let kind = Kind::from_api_version(api, kind_name);
+        if kind != Some(Kind::Pod) {
+            // Any workload, OpenKruise's included, may be a WorkloadSpread's target.
+            self.workloads.extend(Workload::of(v));
+        }
+        let Some(kind) = kind else {
+            self.report.skipped += 1;
+            return;
+        };
+        self.report.objects += 1;
+        let object = describe(kind, v);
+        self.report.checked.push((file.to_string(), object.clone()));
+        let on = Found {
+            file,
+            obj: &obj,
+            object: &object,
+        };
+        let template = match workload::parse_value(kind, v) {
+            Ok(t) => t,
+            Err(e) => {
+                let fp = FieldPath::new(&e.path);
+                let d = on.diagnostic(
+                    RULE_INVALID,
+                    Severity::Error,
+                    &fp,
+                    format!("cannot read {}: {}", e.kind, e.message),
+                    None,
+                );
+                self.report.diagnostics.push(d);
+                return;
+            }
+        };
+        let namespace = template.meta.namespace.clone().unwrap_or_default();
+        let input = Input {
+            phase: Phase::Validate,
+            operation: Operation::Create,
+            namespace: &namespace,
+            user: User::default(),
+            object: Subject::Template(&template),
+            old_object: None,
+            context: Context::default(),
+        };
+        let validated = rules::evaluate(&input, &self.rules);
+        let mutated = rules::evaluate(
+            &Input {
+                phase: Phase::Mutate,
+                ..input
+            },
+            &self.rules,
+        );
+        let found = [validated, mutated]
+            .iter()
+            .flat_map(|v| on.diagnostics(v))
+            .collect();
+        self.record(found, v);
+    }
+
+    /// Keeps diagnostics, or counts them as suppressed when their object opts out of the rule.
+    fn record(&mut self, found: Vec<Diagnostic>, value: &Value) {
+        let (ignored, reason) = ignored_rules(value);
+        for d in found {
+            if ignored.contains(&d.rule) {
+                self.report.suppressed.push(Suppressed {
+                    file: d.file,
+                    line: d.line,
+                    object: d.object,
+                    rule: d.rule,
+                    reason: reason.clone(),
+                });
+            } else {
+                self.report.diagnostics.push(d);
+            }
+        }
+    }
+
+    /// Judges the WorkloadSpreads (validation, duplicates, and the cross-checks against targets
+    /// found anywhere in the input) and returns the sorted report.
+    pub fn finish(mut self) -> Report {
+        let spreads = std::mem::take(&mut self.spreads);
+        let mut claimed: Vec<((String, String, String, String), String)> = Vec::new();
+        for (file, obj) in &spreads {
+            let v = &obj.value;
+            let ns = v["metadata"]["namespace"].as_str().unwrap_or("");
+            let object = format!(
+                "WorkloadSpread {}",
+                if ns.is_empty() {
+                    name_of(v)
+                } else {
+                    format!("{ns}/{}", name_of(v))
+                }
+            );
+            let id = ws::target(v).map(|(g, k, n)| (g, k, ns.to_string(), n));
+            let claimed_by = id.as_ref().and_then(|id| {
+                let first = claimed
+                    .iter()
+                    .find(|(t, _)| t == id)
+                    .map(|(_, o)| o.clone());
+                if first.is_none() {
+                    claimed.push((id.clone(), object.clone()));
+                }
+                first
+            });
+            let target = id
+                .as_ref()
+                .and_then(|id| self.workloads.iter().find(|w| &w.id == id))
+                .map(|w| Target {
+                    spec: &w.spec,
+                    replicas: w.replicas,
+                });
+            let input = Input {
+                phase: Phase::Validate,
+                operation: Operation::Create,
+                namespace: ns,
+                user: User::default(),
+                object: Subject::WorkloadSpread(v),
+                old_object: None,
+                context: Context {
+                    spread_target: target,
+                    spread_claimed_by: claimed_by.as_deref(),
+                },
+            };
+            let verdict = rules::evaluate(&input, &self.rules);
+            let on = Found {
+                file,
+                obj,
+                object: &object,
+            };
+            let found = on.diagnostics(&verdict);
+            self.record(found, v);
+        }
+        self.report.sort();
+        self.report
+    }
+}
+
+/// Where findings of one object are reported.
+struct Found<'a> {
+    file: &'a str,
+    obj: &'a Object,
+    object: &'a str,
+}
+
+impl Found<'_> {
+    /// The one constructor of an object's diagnostics.
+    fn diagnostic(
+        &self,
+        rule: &str,
+        severity: Severity,
+        path: &FieldPath,
+        message: String,
+        hint: Option<String>,
+    ) -> Diagnostic {
+        let pos = self.obj.position(path);
+        Diagnostic {
+            file: self.file.to_string(),
+            line: pos.line,
+            column: pos.column,
+            rule: rule.to_string(),
+            severity,
+            object: self.object.to_string(),
+            path: path.to_string(),
+            message,
+            hint,
+        }
+    }
+
+    /// A verdict as diagnostics: denials are errors; warnings, notes and the patches the
+    /// webhook would make are warnings.
+    fn diagnostics(&self, v: &Verdict) -> Vec<Diagnostic> {
+        let findings = v.findings.iter().map(|f| {
+            let severity = match f.action {
+                Action::Deny => Severity::Error,
+                Action::Warn => Severity::Warning,
+            };
+            self.diagnostic(
+                f.rule.as_str(),
+                severity,
+                &f.error.path,
+                f.error.body(),
+                f.hint.clone(),
+            )
+        });
+        let patches = v.patches.iter().map(|p| {
+            self.diagnostic(
+                p.rule.as_str(),
+                Severity::Warning,
+                &p.path,
+                p.summary.clone(),
+                p.hint.clone(),
+            )
+        });
+        let notes = v.notes.iter().map(|n| {
+            self.diagnostic(
+                n.rule.as_str(),
+                Severity::Warning,
+                &n.path,
+                n.message.clone(),
+                None,
+            )
+        });
+        findings.chain(patches).chain(notes).collect()
+    }
+}
+
+fn name_of(v: &Value) -> String {
+    v["metadata"]["name"]
+        .as_str()
+        .unwrap_or("<unnamed>")
+        .to_string()
+}
+
+fn describe(kind: Kind, value: &Value) -> String {
+    let meta = &value["metadata"];
+    let name = meta["name"]
+        .as_str()
+        .or(meta["generateName"].as_str())
+        .unwrap_or("<unnamed>");
+    match meta["namespace"].as_str() {
+        Some(ns) if !ns.is_empty() => format!("{} {ns}/{name}", kind.name()),
+        _ => format!("{} {name}", kind.name()),
+    }
+}
+
+fn ignored_rules(value: &Value) -> (Vec<String>, Option<String>) {
+    let ann = &value["metadata"]["annotations"];
+    let rules = ann[IGNORE_ANNOTATION]
+        .as_str()
+        .map(|s| {
+            s.split(',')
+                .map(|r| r.trim().to_string())
+                .filter(|r| !r.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let reason = ann[IGNORE_REASON_ANNOTATION].as_str().map(str::to_string);
+    (rules, reason)
+}
+
+#[cfg(test)]
+mod tests;

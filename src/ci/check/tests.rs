@@ -1,0 +1,107 @@
+use super::*;
+use crate::ci::report;
+
+fn run_on_testdata() -> Report {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/manifests");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    let mut c = Checker::new(&RuleSet::default());
+    for n in names {
+        let text = std::fs::read_to_string(format!("{dir}/{n}")).unwrap();
+        c.check_text(&format!("testdata/manifests/{n}"), &text);
+    }
+    c.finish()
+}
+
+#[test]
+fn findings_point_at_the_offending_field() {
+    let r = run_on_testdata();
+    let aa: Vec<&Diagnostic> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == "hard-anti-affinity")
+        .collect();
+    assert_eq!(aa.len(), 1);
+    let d = aa[0];
+    assert_eq!(
+        (d.file.as_str(), d.line, d.column),
+        ("testdata/manifests/zone-anti-affinity.yaml", 23, 13)
+    );
+    assert_eq!(d.severity, Severity::Error);
+    assert_eq!(d.object, "Deployment shop/web");
+    assert_eq!(d.path, "spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].topologyKey");
+    // The broken file is a finding at the parser's position; the other files were still checked.
+    let y: Vec<&Diagnostic> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == RULE_YAML)
+        .collect();
+    assert_eq!(
+        (y[0].file.as_str(), y[0].line),
+        ("testdata/manifests/broken.yaml", 5)
+    );
+    assert_eq!(r.files, 4);
+    assert_eq!(r.skipped, 1, "the Service");
+    assert_eq!(r.suppressed.len(), 2);
+    assert!(
+        r.suppressed
+            .iter()
+            .all(|s| s.reason.as_deref()
+                == Some("one replica per zone is the point of this database"))
+    );
+    let invalid: Vec<&Diagnostic> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == RULE_INVALID)
+        .collect();
+    assert_eq!(invalid[0].path, "spec.template.spec.nodeSelector");
+}
+
+#[test]
+fn every_output_format() {
+    let r = run_on_testdata();
+    insta::assert_snapshot!("text", report::text(&r, false));
+    insta::assert_snapshot!("json", report::json(&r));
+    insta::assert_snapshot!("sarif", report::sarif(&r));
+    insta::assert_snapshot!("junit", report::junit(&r));
+}
+
+#[test]
+fn colors_only_when_asked() {
+    let r = run_on_testdata();
+    assert!(!report::text(&r, false).contains('\x1b'));
+    assert!(report::text(&r, true).contains("\x1b[1;31merror\x1b[0m"));
+}
+
+#[test]
+fn sarif_is_valid_sarif_2_1_0() {
+    let r = run_on_testdata();
+    let v: serde_json::Value = serde_json::from_str(&report::sarif(&r)).unwrap();
+    assert_eq!(v["version"], "2.1.0");
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), r.diagnostics.len());
+    assert_eq!(
+        results[0]["locations"][0]["physicalLocation"]["region"]["startLine"],
+        r.diagnostics[0].line
+    );
+    // Parses back into the typed SARIF model.
+    let _: serde_sarif::sarif::Sarif = serde_json::from_value(v).unwrap();
+}
+
+#[test]
+fn nothing_panics_on_odd_input() {
+    let inputs = [
+        "", "---", "- a\n- b", "42", "kind: Pod", "apiVersion: v1\nkind: Pod\nspec: 5",
+        "apiVersion: v1\nkind: Pod\nmetadata: []\n", "{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"spec\": {\"template\": null}}",
+        "apiVersion: v1\nkind: List\nitems: [1, {kind: Pod}]", "a: &x [1]\nb: *x\n", "\u{feff}apiVersion: v1\n", "key: \"unterminated",
+        "apiVersion: v1\nkind: Pod\nspec:\n  topologySpreadConstraints: [{maxSkew: 99999999999999999999}]",
+    ];
+    for text in inputs {
+        let mut c = Checker::new(&RuleSet::default());
+        c.check_text("x.yaml", text);
+        let _ = report::text(&c.finish(), false);
+    }
+}

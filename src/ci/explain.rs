@@ -1,0 +1,399 @@
+//! `explain`: a cluster snapshot and a pod (or workload) in, every node's verdict out.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use k8s_openapi::api::core::v1::{PodAffinityTerm, Taint};
+use serde_json::{json, Value};
+
+use crate::core::cluster::{BoundPod, Cluster, Node};
+use crate::core::filter::{self, NodeResult};
+use crate::k8s::manifest::Object;
+use crate::k8s::workload::{self, Kind, PodTemplate};
+
+/// Why the input cannot be explained (exit 2).
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{0}")]
+pub struct ExplainError(pub String);
+
+fn part<T: serde::de::DeserializeOwned + Default>(
+    v: &Value,
+    what: &str,
+) -> Result<T, ExplainError> {
+    if v.is_null() {
+        return Ok(T::default());
+    }
+    serde_json::from_value(v.clone()).map_err(|e| ExplainError(format!("{what}: {e}")))
+}
+
+fn name_of(v: &Value) -> String {
+    v["metadata"]["name"]
+        .as_str()
+        .unwrap_or("<unnamed>")
+        .to_string()
+}
+
+/// Builds a snapshot from Nodes, Pods and Namespaces (as `kubectl get nodes,pods,namespaces -A
+/// -o yaml` writes them). Pods that are not bound, or have finished, do not occupy a node.
+pub fn cluster_from(objects: &[Object]) -> Result<Cluster, ExplainError> {
+    let mut nodes = Vec::new();
+    let mut namespaces = HashMap::new();
+    let mut pods = Vec::new();
+    for o in objects {
+        let v = &o.value;
+        let kind = v["kind"].as_str().unwrap_or("");
+        let at = o.start();
+        match kind {
+            "Node" => {
+                let name = name_of(v);
+                let labels: BTreeMap<String, String> = part(&v["metadata"]["labels"], &format!("Node {name}: metadata.labels"))?;
+                let taints: Vec<Taint> = part(&v["spec"]["taints"], &format!("Node {name}: spec.taints"))?;
+                let unschedulable = v["spec"]["unschedulable"].as_bool().unwrap_or(false);
+                nodes.push(Node { name, labels, taints, unschedulable });
+            }
+            "Namespace" => {
+                let name = name_of(v);
+                let mut labels: BTreeMap<String, String> = part(&v["metadata"]["labels"], &format!("Namespace {name}: metadata.labels"))?;
+                labels.entry("kubernetes.io/metadata.name".into()).or_insert_with(|| name.clone());
+                namespaces.insert(name, labels);
+            }
+            "Pod" => pods.push(v),
+            "" => return Err(ExplainError(format!("line {}: an object without kind", at.line))),
+            other => {
+                return Err(ExplainError(format!(
+                    "line {}: unsupported kind {other:?} in the cluster snapshot; expected Node, Pod or Namespace",
+                    at.line
+                )))
+            }
+        }
+    }
+    let mut cluster = Cluster::new(nodes, namespaces).map_err(|e| ExplainError(e.to_string()))?;
+    for v in pods {
+        let Some(node) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        if matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
+            continue;
+        }
+        let name = name_of(v);
+        let namespace = v["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default")
+            .to_string();
+        let labels: BTreeMap<String, String> = part(
+            &v["metadata"]["labels"],
+            &format!("Pod {namespace}/{name}: metadata.labels"),
+        )?;
+        let anti_affinity: Vec<PodAffinityTerm> = part(
+            &v["spec"]["affinity"]["podAntiAffinity"]
+                ["requiredDuringSchedulingIgnoredDuringExecution"],
+            &format!("Pod {namespace}/{name}: spec.affinity.podAntiAffinity"),
+        )?;
+        let terminating = !v["metadata"]["deletionTimestamp"].is_null();
+        cluster
+            .add_pod(
+                node,
+                BoundPod {
+                    name,
+                    namespace,
+                    labels,
+                    anti_affinity,
+                    terminating,
+                },
+            )
+            .map_err(|e| ExplainError(e.to_string()))?;
+    }
+    Ok(cluster)
+}
+
+/// The pod to place: a Pod, or the pod template of a workload.
+pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainError> {
+    let o = objects
+        .first()
+        .ok_or_else(|| ExplainError("no object in the pod file".into()))?;
+    let v = &o.value;
+    let (api, kind) = (
+        v["apiVersion"].as_str().unwrap_or(""),
+        v["kind"].as_str().unwrap_or(""),
+    );
+    let k = Kind::from_api_version(api, kind).ok_or_else(|| {
+        ExplainError(format!(
+            "{api}/{kind} is not a Pod or a workload with a pod template"
+        ))
+    })?;
+    let t = workload::parse_value(k, v).map_err(|e| ExplainError(e.to_string()))?;
+    let ns = t
+        .meta
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_string());
+    Ok((t, ns))
+}
+
+pub fn text(results: &[NodeResult]) -> String {
+    let mut out = filter::summary(results);
+    out.push_str("\n\n");
+    let width = results
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(out, "{:width$}  {:8}  REASONS", "NODE", "FEASIBLE");
+    for r in results {
+        let reasons: Vec<String> = r
+            .reasons
+            .iter()
+            .map(|x| format!("{}: {}", x.plugin, x.message))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:width$}  {:8}  {}",
+            r.name,
+            if r.feasible { "yes" } else { "no" },
+            reasons.join("; ")
+        );
+    }
+    out
+}
+
+pub fn json(results: &[NodeResult]) -> String {
+    let feasible: Vec<&str> = results
+        .iter()
+        .filter(|r| r.feasible)
+        .map(|r| r.name.as_str())
+        .collect();
+    let v = json!({"summary": filter::summary(results), "feasible": feasible, "nodes": results});
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// `explain --workloadspread`: how fresh replicas spread over the subsets, what each subset's
+/// pods look like after injection, and (with a snapshot) where they fit.
+pub fn workloadspread(
+    ws_objs: &[Object],
+    workload_objs: &[Object],
+    replicas: Option<i64>,
+    cluster: Option<&Cluster>,
+) -> Result<Value, ExplainError> {
+    use crate::kruise::workloadspread as wsp;
+    let ws = &ws_objs
+        .first()
+        .ok_or_else(|| ExplainError("no object in the WorkloadSpread file".into()))?
+        .value;
+    if ws["kind"] != "WorkloadSpread" {
+        return Err(ExplainError(format!(
+            "expected a WorkloadSpread, found {}",
+            ws["kind"]
+        )));
+    }
+    let w = &workload_objs
+        .first()
+        .ok_or_else(|| ExplainError("no object in the workload file".into()))?
+        .value;
+    let (api, kind) = (
+        w["apiVersion"].as_str().unwrap_or(""),
+        w["kind"].as_str().unwrap_or(""),
+    );
+    if workload::workload_template_path(api, kind).is_none() {
+        return Err(ExplainError(format!(
+            "{api}/{kind} is not a workload a WorkloadSpread can target"
+        )));
+    }
+    let template = workload::workload_template(w).cloned().unwrap_or_default();
+    let replicas = replicas
+        .or_else(|| w["spec"]["replicas"].as_i64())
+        .or_else(|| w["spec"]["parallelism"].as_i64())
+        .unwrap_or(1);
+    if replicas < 0 {
+        return Err(ExplainError(format!(
+            "--replicas must not be negative, got {replicas}"
+        )));
+    }
+    let dist = wsp::distribute(ws, kind == "StatefulSet", replicas);
+    let namespace = w["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string();
+    let terms = wsp::subset_terms(ws);
+    let mut subsets = Vec::new();
+    for (i, share) in dist.subsets.iter().enumerate() {
+        let (pod, unsupported) = wsp::inject(&template, ws, i);
+        let term = match terms.get(i).map(|(_, t)| t) {
+            Some(Some(Some(t))) => t.to_string(),
+            Some(Some(None)) => "(empty term: matches no node)".to_string(),
+            _ => String::new(),
+        };
+        let mut entry = json!({
+            "name": share.subset, "cap": share.cap, "pods": share.pods,
+            "requiredTerm": term, "unsupportedPatch": unsupported, "pod": pod,
+        });
+        if let Some(c) = cluster {
+            let t = workload::parse_value(Kind::Pod, &pod)
+                .map_err(|e| ExplainError(format!("subset {}: {e}", share.subset)))?;
+            let results = filter::evaluate(c, &t, &namespace);
+            let feasible: Vec<&str> = results
+                .iter()
+                .filter(|r| r.feasible)
+                .map(|r| r.name.as_str())
+                .collect();
+            entry["feasibleNodes"] = json!(feasible);
+            entry["summary"] = json!(filter::summary(&results));
+        }
+        subsets.push(entry);
+    }
+    Ok(json!({
+        "workloadSpread": ws["metadata"]["name"],
+        "workload": format!("{kind} {}", w["metadata"]["name"].as_str().unwrap_or("")),
+        "replicas": replicas,
+        "overflow": dist.overflow,
+        "subsets": subsets,
+    }))
+}
+
+pub fn workloadspread_text(v: &Value) -> String {
+    let mut out = format!(
+        "WorkloadSpread {} over {}: {} replica(s)\n\n",
+        v["workloadSpread"].as_str().unwrap_or(""),
+        v["workload"].as_str().unwrap_or(""),
+        v["replicas"]
+    );
+    let rows: Vec<[String; 5]> = v["subsets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let feasible = match s["feasibleNodes"].as_array() {
+                None => "-".to_string(),
+                Some(n) if n.is_empty() => format!("NONE: {}", s["summary"].as_str().unwrap_or("")),
+                Some(n) => n
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            [
+                s["name"].as_str().unwrap_or("").to_string(),
+                s["cap"].as_i64().map_or("-".to_string(), |c| c.to_string()),
+                s["pods"].to_string(),
+                s["requiredTerm"].as_str().unwrap_or("").to_string(),
+                feasible,
+            ]
+        })
+        .collect();
+    let head = ["SUBSET", "CAP", "PODS", "REQUIRED TERM", "FEASIBLE NODES"];
+    let mut widths: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r.iter()) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:w$}  ", w = widths[i]));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(head.to_vec()));
+    for r in &rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    let overflow = v["overflow"].as_i64().unwrap_or(0);
+    if overflow > 0 {
+        out.push_str(&format!("\n{overflow} pod(s) find no subset with room: admitted without injection, they can run anywhere\n"));
+    }
+    for s in v["subsets"].as_array().into_iter().flatten() {
+        if let Some(u) = s["unsupportedPatch"].as_array().filter(|u| !u.is_empty()) {
+            let parts: Vec<&str> = u.iter().filter_map(Value::as_str).collect();
+            out.push_str(&format!(
+                "subset {}: patch parts not applied (unsupported): {}\n",
+                s["name"].as_str().unwrap_or(""),
+                parts.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::manifest;
+
+    const SNAPSHOT: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node1, labels: {topology.kubernetes.io/zone: zoneA, kubernetes.io/hostname: node1}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node2, labels: {topology.kubernetes.io/zone: zoneA, kubernetes.io/hostname: node2}}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node3, labels: {topology.kubernetes.io/zone: zoneB, kubernetes.io/hostname: node3}}
+  spec:
+    taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+- apiVersion: v1
+  kind: Node
+  metadata: {name: node4, labels: {topology.kubernetes.io/zone: zoneB, kubernetes.io/hostname: node4}}
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: default}
+- {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: default, labels: {foo: bar}}, spec: {nodeName: node1}}
+- {apiVersion: v1, kind: Pod, metadata: {name: b, namespace: default, labels: {foo: bar}}, spec: {nodeName: node2}}
+- {apiVersion: v1, kind: Pod, metadata: {name: done, namespace: default, labels: {foo: bar}}, spec: {nodeName: node4}, status: {phase: Succeeded}}
+- {apiVersion: v1, kind: Pod, metadata: {name: pending, namespace: default, labels: {foo: bar}}, spec: {}}
+"#;
+
+    const POD: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  selector: {matchLabels: {foo: bar}}
+  template:
+    metadata: {labels: {foo: bar}}
+    spec:
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {foo: bar}}}
+"#;
+
+    fn run() -> Vec<NodeResult> {
+        let cluster = cluster_from(&manifest::parse(SNAPSHOT).unwrap()).unwrap();
+        let (pod, ns) = pod_from(&manifest::parse(POD).unwrap()).unwrap();
+        filter::evaluate(&cluster, &pod, &ns)
+    }
+
+    #[test]
+    fn explains_a_workload_against_a_snapshot() {
+        insta::assert_snapshot!(text(&run()));
+        insta::assert_snapshot!(json(&run()));
+    }
+
+    #[test]
+    fn bad_snapshots_are_refused_with_the_reason() {
+        let cases = [
+            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "line 1: unsupported kind \"ConfigMap\" in the cluster snapshot; expected Node, Pod or Namespace"),
+            ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec: {nodeName: ghost}\n", "pod d/p is bound to node \"ghost\", which is not in the snapshot"),
+            ("apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: [1]}\n", "Node n: metadata.labels: invalid type: sequence, expected a map"),
+        ];
+        for (text, want) in cases {
+            let err = cluster_from(&manifest::parse(text).unwrap()).unwrap_err();
+            assert_eq!(err.0, want);
+        }
+        let err =
+            pod_from(&manifest::parse("apiVersion: v1\nkind: Service\n").unwrap()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "v1/Service is not a Pod or a workload with a pod template"
+        );
+    }
+}

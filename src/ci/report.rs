@@ -1,0 +1,323 @@
+//! The diagnostic model of `check` and one renderer per output format, all over the same
+//! [`Report`].
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::ci::check::{RULE_INVALID, RULE_UNREADABLE, RULE_YAML};
+use crate::k8s::manifest::Pos;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Diagnostic {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub rule: String,
+    pub severity: Severity,
+    /// `Deployment demo/web`, empty for file-level problems.
+    pub object: String,
+    /// Kubernetes-style field path, empty for file-level problems.
+    pub path: String,
+    /// What is wrong, in Kubernetes' words (`Forbidden: ...`).
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// An error about a whole file (it could not be read, or is not YAML).
+    pub fn file_level(file: &str, pos: Pos, rule: &str, message: String) -> Diagnostic {
+        Diagnostic {
+            file: file.to_string(),
+            line: pos.line,
+            column: pos.column,
+            rule: rule.to_string(),
+            severity: Severity::Error,
+            object: String::new(),
+            path: String::new(),
+            message,
+            hint: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Suppressed {
+    pub file: String,
+    pub line: usize,
+    pub object: String,
+    pub rule: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The outcome of a whole run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub files: usize,
+    /// Objects a rule looked at (Pods, workloads with a pod template, WorkloadSpreads).
+    pub objects: usize,
+    /// Other objects (ConfigMaps, Services, CRDs, ...).
+    pub skipped: usize,
+    pub diagnostics: Vec<Diagnostic>,
+    pub suppressed: Vec<Suppressed>,
+    /// Every checked object as (file, object), clean ones included (JUnit lists them all).
+    #[serde(skip)]
+    pub checked: Vec<(String, String)>,
+}
+
+impl Report {
+    pub fn count(&self, s: Severity) -> usize {
+        self.diagnostics.iter().filter(|d| d.severity == s).count()
+    }
+
+    /// Diagnostics sorted by file, position and rule, for stable output.
+    pub fn sort(&mut self) {
+        self.diagnostics.sort_by(|a, b| {
+            (&a.file, a.line, a.column, &a.rule, &a.path)
+                .cmp(&(&b.file, b.line, b.column, &b.rule, &b.path))
+        });
+    }
+}
+
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+fn summary(r: &Report) -> String {
+    format!(
+        "checked {} object(s) in {} file(s): {} error(s), {} warning(s); {} other object(s) skipped, {} finding(s) suppressed",
+        r.objects,
+        r.files,
+        r.count(Severity::Error),
+        r.count(Severity::Warning),
+        r.skipped,
+        r.suppressed.len()
+    )
+}
+
+fn headline(d: &Diagnostic) -> String {
+    match (d.object.is_empty(), d.path.is_empty()) {
+        (true, _) => d.message.clone(),
+        (false, true) => format!("{}: {}", d.object, d.message),
+        (false, false) => format!("{}: {}: {}", d.object, d.path, d.message),
+    }
+}
+
+/// Human output: `file:line:col` first (clickable in editors and terminals), a summary at the end.
+pub fn text(r: &Report, color: bool) -> String {
+    let paint = |code: &str, s: &str| {
+        if color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = String::new();
+    for d in &r.diagnostics {
+        let sev = match d.severity {
+            Severity::Error => paint("1;31", "error"),
+            Severity::Warning => paint("1;33", "warning"),
+        };
+        let loc = paint("1", &format!("{}:{}:{}", d.file, d.line, d.column));
+        let _ = writeln!(out, "{loc}: {sev}[{}] {}", d.rule, headline(d));
+        if let Some(h) = &d.hint {
+            let _ = writeln!(out, "    {} {h}", paint("36", "help:"));
+        }
+    }
+    for s in &r.suppressed {
+        let reason = s
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}:{}: suppressed[{}] {}{reason}",
+            s.file, s.line, s.rule, s.object
+        );
+    }
+    let _ = writeln!(out, "{}", summary(r));
+    out
+}
+
+/// Stable JSON: `{"version": 1, "summary": {...}, "diagnostics": [...], "suppressed": [...]}`.
+pub fn json(r: &Report) -> String {
+    let v = json!({
+        "version": JSON_SCHEMA_VERSION,
+        "summary": {
+            "files": r.files,
+            "objects": r.objects,
+            "skipped": r.skipped,
+            "errors": r.count(Severity::Error),
+            "warnings": r.count(Severity::Warning),
+            "suppressed": r.suppressed.len(),
+        },
+        "diagnostics": r.diagnostics,
+        "suppressed": r.suppressed,
+    });
+    let mut s = serde_json::to_string_pretty(&v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// Diagnostics about the input rather than a rule: (id, summary).
+const INPUT_RULES: [(&str, &str); 3] = [
+    (RULE_YAML, "The file is not valid YAML"),
+    (RULE_INVALID, "The object cannot be read as its kind"),
+    (RULE_UNREADABLE, "The file cannot be read"),
+];
+
+/// SARIF 2.1.0 for GitHub code scanning.
+pub fn sarif(r: &Report) -> String {
+    use serde_sarif::sarif::{
+        ArtifactLocation, Location, Message, MultiformatMessageString, PhysicalLocation, Region,
+        ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent,
+    };
+    let text = |t: &str| MultiformatMessageString::builder().text(t).build();
+    let rules: Vec<ReportingDescriptor> = crate::rules::all_rules()
+        .map(|m| {
+            ReportingDescriptor::builder()
+                .id(m.id.as_str())
+                .short_description(text(m.summary))
+                .help(text(m.help))
+                .build()
+        })
+        .chain(INPUT_RULES.iter().map(|(id, summary)| {
+            ReportingDescriptor::builder()
+                .id(*id)
+                .short_description(text(summary))
+                .build()
+        }))
+        .collect();
+    let results: Vec<SarifResult> = r
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let mut text = headline(d);
+            if let Some(h) = &d.hint {
+                text.push_str("\nhelp: ");
+                text.push_str(h);
+            }
+            SarifResult::builder()
+                .rule_id(d.rule.clone())
+                .level(match d.severity {
+                    Severity::Error => ResultLevel::Error,
+                    Severity::Warning => ResultLevel::Warning,
+                })
+                .message(Message::builder().text(text).build())
+                .locations(vec![Location::builder()
+                    .physical_location(
+                        PhysicalLocation::builder()
+                            .artifact_location(
+                                ArtifactLocation::builder().uri(d.file.clone()).build(),
+                            )
+                            .region(
+                                Region::builder()
+                                    .start_line(d.line as i64)
+                                    .start_column(d.column as i64)
+                                    .build(),
+                            )
+                            .build(),
+                    )
+                    .build()])
+                .build()
+        })
+        .collect();
+    let tool = Tool::builder()
+        .driver(
+            ToolComponent::builder()
+                .name("placement-guard")
+                .version(env!("CARGO_PKG_VERSION"))
+                .rules(rules)
+                .build(),
+        )
+        .build();
+    let sarif = Sarif::builder()
+        .version(serde_json::json!("2.1.0"))
+        .schema(serde_sarif::sarif::SCHEMA_URL)
+        .runs(vec![Run::builder().tool(tool).results(results).build()])
+        .build();
+    let mut s = serde_json::to_string_pretty(&sarif).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// JUnit XML for GitLab and Jenkins: one test case per checked object (and per unreadable file);
+/// errors fail it, warnings are listed in its output.
+pub fn junit(r: &Report) -> String {
+    use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
+    let mut suite = TestSuite::new("placement-guard check");
+    // Files that could not be read, then every checked object, clean ones included.
+    let mut keys: Vec<(String, String)> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.object.is_empty())
+        .map(|d| (d.file.clone(), String::new()))
+        .collect();
+    keys.extend(r.checked.iter().cloned());
+    keys.sort();
+    keys.dedup();
+    for (file, object) in keys {
+        let ds: Vec<&Diagnostic> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.file == file && d.object == object)
+            .collect();
+        let lines = |sev: Severity, label: &str| -> Vec<String> {
+            ds.iter()
+                .filter(|d| d.severity == sev)
+                .map(|d| {
+                    format!(
+                        "{}:{}:{}: {label}[{}] {}",
+                        d.file,
+                        d.line,
+                        d.column,
+                        d.rule,
+                        headline(d)
+                    )
+                })
+                .collect()
+        };
+        let errors = lines(Severity::Error, "");
+        let warnings = lines(Severity::Warning, "warning");
+        let name = if object.is_empty() {
+            file.clone()
+        } else {
+            format!("{file}: {object}")
+        };
+        let status = if errors.is_empty() {
+            TestCaseStatus::success()
+        } else {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("{} error(s)", errors.len()));
+            s.set_description(errors.join("\n"));
+            s
+        };
+        let mut case = TestCase::new(name, status);
+        case.set_classname(file);
+        if !warnings.is_empty() {
+            case.set_system_out(warnings.join("\n"));
+        }
+        suite.add_test_case(case);
+    }
+    let mut report = JReport::new("placement-guard");
+    report.add_test_suite(suite);
+    report.to_string().unwrap_or_default()
+}

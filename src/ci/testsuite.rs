@@ -1,0 +1,244 @@
+//! `placement-guard test`: rule files tested like code. A suite is a folder holding `rules.yaml`
+//! and cases: AdmissionReviews (`*.json` with `"kind": "AdmissionReview"`; sent to /mutate when
+//! the name contains `.mutate.`, else to /validate) or manifests (checked as CREATE). Each case's
+//! outcome is snapshotted by the tool in `<case>.expected.yaml` beside it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::admission::{self, Endpoint};
+use crate::ci::check::Checker;
+use crate::k8s::manifest;
+use crate::k8s::workload::{self, Kind};
+use crate::rules::{self, Context, Input, Operation, Phase, RuleSet, Subject, User};
+
+pub const RULES_FILE: &str = "rules.yaml";
+pub const SNAPSHOT_SUFFIX: &str = ".expected.yaml";
+
+/// Finds suites (folders with a `rules.yaml`) under `roots`, in a stable order.
+pub fn find_suites(roots: &[PathBuf]) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        if dir.join(RULES_FILE).is_file() {
+            out.push(dir.to_path_buf());
+        }
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut subdirs: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        subdirs.sort();
+        for d in subdirs {
+            walk(&d, out);
+        }
+    }
+    let mut out = Vec::new();
+    for r in roots {
+        walk(r, &mut out);
+    }
+    out
+}
+
+/// The case files of a suite.
+pub fn cases(suite: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(suite) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name != RULES_FILE
+                && !name.ends_with(SNAPSHOT_SUFFIX)
+                && crate::cli::inputs::EXTENSIONS
+                    .iter()
+                    .any(|e| name.ends_with(&format!(".{e}")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+pub fn snapshot_path(case: &Path) -> PathBuf {
+    let mut s = case.as_os_str().to_owned();
+    s.push(SNAPSHOT_SUFFIX);
+    PathBuf::from(s)
+}
+
+fn is_admission_review(text: &str) -> bool {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .is_some_and(|v| v["kind"] == "AdmissionReview")
+}
+
+/// The outcome of one case, as the YAML text of its snapshot.
+pub fn outcome(name: &str, text: &str, rules: &RuleSet) -> String {
+    let v = if is_admission_review(text) {
+        review_outcome(name, text, rules)
+    } else {
+        manifest_outcome(name, text, rules)
+    };
+    let body = serde_saphyr::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"));
+    format!("# placement-guard test snapshot of {name}; rewrite with `placement-guard test --update`\n{body}")
+}
+
+fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
+    let endpoint = if name.contains(".mutate.") {
+        Endpoint::Mutate
+    } else {
+        Endpoint::Validate
+    };
+    let endpoint_name = if endpoint == Endpoint::Mutate {
+        "mutate"
+    } else {
+        "validate"
+    };
+    match admission::review(text.as_bytes(), endpoint, rules) {
+        Err(admission::ReviewError::BadRequest(e)) => {
+            json!({"endpoint": endpoint_name, "badRequest": e})
+        }
+        Err(e @ admission::ReviewError::Internal(_)) => {
+            json!({"endpoint": endpoint_name, "error": e.to_string()})
+        }
+        Ok(r) => {
+            let resp: Value = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+            let resp = &resp["response"];
+            let mut out = json!({"endpoint": endpoint_name, "allowed": r.allowed});
+            if !r.allowed {
+                out["message"] = resp["status"]["message"].clone();
+            }
+            if resp["warnings"].is_array() {
+                out["warnings"] = resp["warnings"].clone();
+            }
+            if let Some(v) = r.verdict.as_ref().filter(|v| !v.patches.is_empty()) {
+                out["patch"] = serde_json::to_value(v.patch_ops()).unwrap_or(Value::Null);
+                if let Ok(obj) = admission::patched_object(text.as_bytes(), &r) {
+                    out["patched"] = obj["spec"].clone();
+                }
+            }
+            out
+        }
+    }
+}
+
+fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
+    let mut checker = Checker::new(rules);
+    checker.check_text(name, text);
+    let report = checker.finish();
+    let findings: Vec<Value> = report
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let mut f = json!({
+                "at": format!("{}:{}", d.line, d.column),
+                "rule": d.rule,
+                "severity": d.severity.as_str(),
+                "object": d.object,
+                "path": d.path,
+                "message": d.message,
+            });
+            if let Some(h) = &d.hint {
+                f["hint"] = json!(h);
+            }
+            f
+        })
+        .collect();
+    let mut out = json!({"findings": findings});
+    if !report.suppressed.is_empty() {
+        out["suppressed"] = serde_json::to_value(
+            report
+                .suppressed
+                .iter()
+                .map(|s| json!({"rule": s.rule, "object": s.object, "reason": s.reason}))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or(Value::Null);
+    }
+    // What /mutate would store for each object it changes.
+    let mut patched = Vec::new();
+    for obj in manifest::parse(text).unwrap_or_default() {
+        let v = obj.value;
+        let Some(kind) = v["apiVersion"]
+            .as_str()
+            .zip(v["kind"].as_str())
+            .and_then(|(a, k)| Kind::from_api_version(a, k))
+        else {
+            continue;
+        };
+        let Ok(t) = workload::parse_value(kind, &v) else {
+            continue;
+        };
+        let ns = t.meta.namespace.clone().unwrap_or_default();
+        let verdict = rules::evaluate(
+            &Input {
+                phase: Phase::Mutate,
+                operation: Operation::Create,
+                namespace: &ns,
+                user: User::default(),
+                object: Subject::Template(&t),
+                old_object: None,
+                context: Context::default(),
+            },
+            rules,
+        );
+        if verdict.patches.is_empty() {
+            continue;
+        }
+        let mut after = v.clone();
+        if json_patch::patch(&mut after, &verdict.patch_ops()).is_ok() {
+            patched.push(after);
+        }
+    }
+    if !patched.is_empty() {
+        out["patched"] = Value::Array(patched);
+    }
+    out
+}
+
+/// One case's result.
+pub enum CaseResult {
+    Passed,
+    /// Expected text (None: no snapshot yet) and actual text.
+    Failed {
+        expected: Option<String>,
+        actual: String,
+    },
+    Updated,
+}
+
+pub fn run_case(
+    case: &Path,
+    rules: &RuleSet,
+    display: &str,
+    update: bool,
+) -> Result<CaseResult, String> {
+    let text = std::fs::read(case)
+        .map_err(|e| format!("cannot read {display}: {e}"))
+        .and_then(|b| crate::cli::inputs::decode(b).map_err(|e| format!("{display}: {e}")))?;
+    // Snapshots name the case by file name only, so they do not depend on where the suite lives.
+    let name = case.file_name().and_then(|n| n.to_str()).unwrap_or(display);
+    let actual = outcome(name, &text, rules);
+    let snap = snapshot_path(case);
+    let expected = std::fs::read_to_string(&snap).ok();
+    if expected.as_deref() == Some(actual.as_str()) {
+        return Ok(CaseResult::Passed);
+    }
+    if update {
+        std::fs::write(&snap, &actual)
+            .map_err(|e| format!("cannot write {}: {e}", snap.display()))?;
+        return Ok(CaseResult::Updated);
+    }
+    Ok(CaseResult::Failed { expected, actual })
+}
+
+/// A unified diff of a changed snapshot.
+pub fn diff(expected: &str, actual: &str) -> String {
+    similar::TextDiff::from_lines(expected, actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("expected", "actual")
+        .to_string()
+}

@@ -1,0 +1,562 @@
+//! The command line: `serve`, `review` and `rules`. Exit codes: 0 allowed/clean, 1 denied or
+//! findings, 2 unusable input or usage.
+
+pub mod inputs;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::admission::{self, Endpoint};
+use crate::rules::config::{RuleSet, DEFAULT_RULES_YAML};
+use crate::server::tls::{self, CertPair};
+use crate::server::{self, ServeOptions};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "placement-guard",
+    version,
+    about = "Admission server and CI checker for pod scheduling directives"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+    Sarif,
+    Junit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExplainOutput {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the admission webhook over HTTPS.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "0.0.0.0:8443")]
+        addr: String,
+        /// PEM certificate (chain). Without it, a self-signed localhost certificate is generated.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// PEM private key of --tls-cert.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Where the generated development certificate is written.
+        #[arg(long)]
+        dev_cert_dir: Option<PathBuf>,
+        /// Rule file (built-in defaults otherwise).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Number of worker threads (default: one per core).
+        #[arg(long)]
+        workers: Option<usize>,
+        /// Log format on stderr.
+        #[arg(long, value_enum, default_value = "text")]
+        log_format: LogFormat,
+        /// How often (seconds) the certificate pair and the rule file are checked for changes.
+        #[arg(long, default_value_t = 2)]
+        reload_interval: u64,
+        /// On SIGTERM, how long (seconds) in-flight requests may take before the server exits.
+        #[arg(long, default_value_t = 20)]
+        shutdown_timeout: u64,
+    },
+    /// Answer one AdmissionReview offline, exactly as /validate (or /mutate) would.
+    Review {
+        /// Rule file (built-in defaults otherwise).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Answer as /mutate instead of /validate.
+        #[arg(long)]
+        mutate: bool,
+        /// With --mutate: print the patched object instead of the AdmissionReview.
+        #[arg(long, requires = "mutate")]
+        apply: bool,
+        /// AdmissionReview JSON file, or - for stdin.
+        #[arg(default_value = "-")]
+        file: String,
+    },
+    /// Check manifests in CI: files, directories (recursive) or - for stdin.
+    Check {
+        /// Rule file (built-in defaults otherwise).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: Output,
+        /// Exit 1 on errors only (default), or on warnings too.
+        #[arg(long, value_enum, default_value = "error")]
+        fail_on: FailOn,
+        /// Color in text output.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+        /// A cluster dump (`kubectl get deploy,sts,rs,jobs,clonesets -A -o yaml`) where the
+        /// targets of WorkloadSpreads are looked up when they are not in the input.
+        #[arg(long)]
+        cluster: Option<PathBuf>,
+        /// Manifest files, directories, or - for stdin.
+        #[arg(required = true)]
+        paths: Vec<String>,
+    },
+    /// Run rule-file test suites: folders with a rules.yaml and cases, each case's outcome
+    /// compared with its snapshot (<case>.expected.yaml).
+    Test {
+        /// (Re)write the snapshots instead of comparing.
+        #[arg(long)]
+        update: bool,
+        /// Folders to search for suites.
+        #[arg(default_value = ".")]
+        dirs: Vec<PathBuf>,
+    },
+    /// On which nodes may this pod run, and why not elsewhere (kube-scheduler's filters).
+    Explain {
+        /// Nodes, Pods and Namespaces: `kubectl get nodes,pods,namespaces -A -o yaml`.
+        #[arg(long, required_unless_present = "workloadspread")]
+        cluster: Option<PathBuf>,
+        /// A Pod, or a workload whose pod template is explained.
+        #[arg(
+            long,
+            required_unless_present = "workloadspread",
+            conflicts_with = "workloadspread"
+        )]
+        pod: Option<PathBuf>,
+        /// An OpenKruise WorkloadSpread: show how replicas are distributed over its subsets.
+        #[arg(long, requires = "workload")]
+        workloadspread: Option<PathBuf>,
+        /// The workload the WorkloadSpread targets.
+        #[arg(long, requires = "workloadspread")]
+        workload: Option<PathBuf>,
+        /// With --workloadspread: how many fresh replicas (default: the workload's own).
+        #[arg(long, requires = "workloadspread")]
+        replicas: Option<i64>,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: ExplainOutput,
+    },
+    /// Rule file helpers.
+    Rules {
+        /// Print the built-in rule file.
+        #[arg(long)]
+        print_defaults: bool,
+    },
+}
+
+fn load_rules(path: Option<&PathBuf>) -> Result<RuleSet, String> {
+    load_rules_with_bytes(path).map(|(r, _)| r)
+}
+
+/// The rules and the bytes they were read from (the server's reloads compare against them).
+fn load_rules_with_bytes(path: Option<&PathBuf>) -> Result<(RuleSet, Option<Vec<u8>>), String> {
+    match path {
+        None => Ok((RuleSet::default(), None)),
+        Some(p) => {
+            let bytes = std::fs::read(p)
+                .map_err(|e| format!("cannot read rule file {}: {e}", p.display()))?;
+            let text = String::from_utf8(bytes.clone())
+                .map_err(|e| format!("cannot read rule file {}: {e}", p.display()))?;
+            let rules =
+                RuleSet::from_yaml(&p.display().to_string(), &text).map_err(|e| e.to_string())?;
+            Ok((rules, Some(bytes)))
+        }
+    }
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("placement-guard: {msg}");
+    ExitCode::from(2)
+}
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            e.print().ok();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::Serve {
+            addr,
+            tls_cert,
+            tls_key,
+            dev_cert_dir,
+            rules: rules_path,
+            workers,
+            log_format,
+            reload_interval,
+            shutdown_timeout,
+        } => {
+            let _log_guard = init_logging(log_format);
+            let (rules, rules_bytes) = match load_rules_with_bytes(rules_path.as_ref()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            let cert = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => CertPair { cert, key },
+                _ => {
+                    let dir = dev_cert_dir
+                        .unwrap_or_else(|| std::env::temp_dir().join("placement-guard-dev"));
+                    match tls::generate_dev_cert(&dir) {
+                        Ok(pair) => {
+                            println!("dev certificate: {} (try: curl --cacert {} https://127.0.0.1:{}/healthz)",
+                                pair.cert.display(), pair.cert.display(), addr.rsplit(':').next().unwrap_or("8443"));
+                            pair
+                        }
+                        Err(e) => {
+                            return fail(format!(
+                                "cannot generate a development certificate: {e:#}"
+                            ))
+                        }
+                    }
+                }
+            };
+            let opts = ServeOptions {
+                addr,
+                cert,
+                rules,
+                rules_path,
+                rules_bytes,
+                workers,
+                reload_interval: std::time::Duration::from_secs(reload_interval.max(1)),
+                shutdown_timeout: std::time::Duration::from_secs(shutdown_timeout),
+            };
+            match actix_web::rt::System::new().block_on(server::serve(opts)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("{e:#}")),
+            }
+        }
+        Command::Review {
+            rules,
+            mutate,
+            apply,
+            file,
+        } => {
+            let rules = match load_rules(rules.as_ref()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            let body = match read_input(&file) {
+                Ok(b) => b,
+                Err(e) => return fail(e),
+            };
+            let endpoint = if mutate {
+                Endpoint::Mutate
+            } else {
+                Endpoint::Validate
+            };
+            match admission::review(&body, endpoint, &rules) {
+                Ok(r) => {
+                    let shown = if apply {
+                        admission::patched_object(&body, &r).map_err(|e| e.to_string())
+                    } else {
+                        serde_json::from_slice(&r.body).map_err(|e| e.to_string())
+                    };
+                    let v: serde_json::Value = match shown {
+                        Ok(v) => v,
+                        Err(e) => return fail(format!("{file}: {e}")),
+                    };
+                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                    if r.allowed {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    }
+                }
+                Err(e) => fail(format!("{file}: {e}")),
+            }
+        }
+        Command::Check {
+            rules,
+            output,
+            fail_on,
+            color,
+            cluster,
+            paths,
+        } => {
+            let rules = match load_rules(rules.as_ref()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            run_check(&rules, &paths, cluster.as_ref(), output, fail_on, color)
+        }
+        Command::Test { update, dirs } => run_tests(&dirs, update),
+        Command::Explain {
+            cluster,
+            pod,
+            workloadspread,
+            workload,
+            replicas,
+            output,
+        } => match (workloadspread, workload, pod, cluster) {
+            (Some(ws), Some(w), _, cluster) => {
+                run_explain_spread(&ws, &w, replicas, cluster.as_ref(), output)
+            }
+            (_, _, Some(pod), Some(cluster)) => run_explain(&cluster, &pod, output),
+            _ => fail("give --cluster and --pod, or --workloadspread and --workload"),
+        },
+        Command::Rules { print_defaults } => {
+            if print_defaults {
+                print!("{DEFAULT_RULES_YAML}");
+                ExitCode::SUCCESS
+            } else {
+                fail("nothing to do: use rules --print-defaults")
+            }
+        }
+    }
+}
+
+fn run_check(
+    rules: &RuleSet,
+    paths: &[String],
+    cluster: Option<&PathBuf>,
+    output: Output,
+    fail_on: FailOn,
+    color: Color,
+) -> ExitCode {
+    use crate::ci::check::Checker;
+    use crate::ci::report::Severity;
+    use std::io::IsTerminal;
+    let inputs = crate::cli::inputs::collect(paths);
+    if inputs.is_empty() {
+        return fail(format!(
+            "no manifests found in {} (looked for .yaml, .yml, .json)",
+            paths.join(", ")
+        ));
+    }
+    if inputs.iter().all(|i| i.text.is_err()) {
+        for i in &inputs {
+            if let Err(e) = &i.text {
+                eprintln!("placement-guard: {}: {e}", i.name);
+            }
+        }
+        return fail("no input could be read");
+    }
+    let mut checker = Checker::new(rules);
+    if let Some(c) = cluster {
+        let text = match std::fs::read(c) {
+            Ok(b) => match crate::cli::inputs::decode(b) {
+                Ok(t) => t,
+                Err(e) => return fail(format!("{}: {e}", c.display())),
+            },
+            Err(e) => return fail(format!("cannot read {}: {e}", c.display())),
+        };
+        if let Err(e) = checker.add_targets(&text) {
+            return fail(format!("{}:{e}", c.display()));
+        }
+    }
+    for i in &inputs {
+        match &i.text {
+            Ok(text) => checker.check_text(&i.name, text),
+            Err(e) => checker.unreadable(&i.name, e.clone()),
+        }
+    }
+    let report = checker.finish();
+    let use_color = match color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let rendered = match output {
+        Output::Text => crate::ci::report::text(&report, use_color),
+        Output::Json => crate::ci::report::json(&report),
+        Output::Sarif => crate::ci::report::sarif(&report),
+        Output::Junit => crate::ci::report::junit(&report),
+    };
+    print!("{rendered}");
+    let failing = report.count(Severity::Error) > 0
+        || (fail_on == FailOn::Warning && report.count(Severity::Warning) > 0);
+    if failing {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn run_tests(dirs: &[PathBuf], update: bool) -> ExitCode {
+    use crate::ci::testsuite::{self, CaseResult};
+    let suites = testsuite::find_suites(dirs);
+    if suites.is_empty() {
+        let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        return fail(format!(
+            "no test suites (folders with a {}) under {}",
+            testsuite::RULES_FILE,
+            shown.join(", ")
+        ));
+    }
+    let (mut passed, mut failed, mut updated) = (0, 0, 0);
+    for suite in &suites {
+        let rules = match load_rules(Some(&suite.join(testsuite::RULES_FILE))) {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+        for case in testsuite::cases(suite) {
+            let display = case.display().to_string();
+            match testsuite::run_case(&case, &rules, &display, update) {
+                Ok(CaseResult::Passed) => {
+                    passed += 1;
+                    println!("ok      {display}");
+                }
+                Ok(CaseResult::Updated) => {
+                    updated += 1;
+                    passed += 1;
+                    println!("updated {display}");
+                }
+                Ok(CaseResult::Failed { expected, actual }) => {
+                    failed += 1;
+                    println!("FAILED  {display}");
+                    match expected {
+                        None => println!(
+                            "  no snapshot yet: run `placement-guard test --update` to write {}",
+                            testsuite::snapshot_path(&case).display()
+                        ),
+                        Some(exp) => print!("{}", testsuite::diff(&exp, &actual)),
+                    }
+                }
+                Err(e) => {
+                    failed += 1;
+                    println!("FAILED  {display}: {e}");
+                }
+            }
+        }
+    }
+    if update {
+        println!("{updated} snapshot(s) written");
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn read_objects(path: &PathBuf) -> Result<Vec<crate::k8s::manifest::Object>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = crate::cli::inputs::decode(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    crate::k8s::manifest::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
+}
+
+fn run_explain_spread(
+    ws: &PathBuf,
+    workload: &PathBuf,
+    replicas: Option<i64>,
+    cluster: Option<&PathBuf>,
+    output: ExplainOutput,
+) -> ExitCode {
+    use crate::ci::explain;
+    let load = |p: &PathBuf| read_objects(p);
+    let (ws_objs, w_objs) = match (load(ws), load(workload)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return fail(e),
+    };
+    let snapshot = match cluster {
+        None => None,
+        Some(c) => match read_objects(c)
+            .map_err(explain::ExplainError)
+            .and_then(|o| explain::cluster_from(&o))
+        {
+            Ok(s) => Some(s),
+            Err(e) => return fail(format!("{}: {e}", c.display())),
+        },
+    };
+    match explain::workloadspread(&ws_objs, &w_objs, replicas, snapshot.as_ref()) {
+        Ok(v) => {
+            match output {
+                ExplainOutput::Text => print!("{}", explain::workloadspread_text(&v)),
+                ExplainOutput::Json => {
+                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+fn run_explain(cluster: &PathBuf, pod: &PathBuf, output: ExplainOutput) -> ExitCode {
+    use crate::ci::explain;
+    let cluster_objs = match read_objects(cluster) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let snapshot = match explain::cluster_from(&cluster_objs) {
+        Ok(c) => c,
+        Err(e) => return fail(format!("{}: {e}", cluster.display())),
+    };
+    let pod_objs = match read_objects(pod) {
+        Ok(o) => o,
+        Err(e) => return fail(e),
+    };
+    let (template, ns) = match explain::pod_from(&pod_objs) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("{}: {e}", pod.display())),
+    };
+    let results = crate::core::filter::evaluate(&snapshot, &template, &ns);
+    match output {
+        ExplainOutput::Text => print!("{}", explain::text(&results)),
+        ExplainOutput::Json => print!("{}", explain::json(&results)),
+    }
+    ExitCode::SUCCESS
+}
+
+fn read_input(file: &str) -> Result<Vec<u8>, String> {
+    if file == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("cannot read stdin: {e}"))?;
+        Ok(buf)
+    } else {
+        std::fs::read(file).map_err(|e| format!("cannot read {file}: {e}"))
+    }
+}
+
+/// Logs go to stderr through a writer thread, so an admission worker never waits on the write;
+/// nothing is dropped (the writer blocks only if it falls far behind). Colors only on a terminal.
+fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+    use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .finish(std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(writer);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+    guard
+}

@@ -1,0 +1,10 @@
+//! The Kubernetes vocabulary the rest is written in: views of the API objects we read, the
+//! workload kinds and where each keeps its pod template, field paths and errors in the
+//! apiserver's style, the apiserver's own validators, and manifests read with positions.
+
+pub mod fieldpath;
+pub mod manifest;
+pub mod model;
+pub mod semantic;
+pub mod validation;
+pub mod workload;

@@ -1,0 +1,350 @@
+//! apimachinery's name, label and label-selector validation, with its messages.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_json::json;
+
+use crate::k8s::fieldpath::{FieldError, FieldPath};
+
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+
+fn alnum(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
+fn is_qualified_name_part(s: &str) -> bool {
+    let (Some(first), Some(last)) = (s.chars().next(), s.chars().last()) else {
+        return false;
+    };
+    alnum(first) && alnum(last) && s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
+}
+
+fn is_dns1123_label(s: &str) -> bool {
+    let (Some(first), Some(last)) = (s.chars().next(), s.chars().last()) else {
+        return false;
+    };
+    let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    ok(first) && ok(last) && s.chars().all(|c| ok(c) || c == '-')
+}
+
+fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    if !s.split('.').all(is_dns1123_label) {
+        errs.push(format!("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')"));
+    }
+    errs
+}
+
+/// `IsQualifiedName`: an optional DNS subdomain prefix and '/', then a name of at most 63 characters.
+pub fn qualified_name_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                errs.extend(
+                    dns1123_subdomain_errors(prefix)
+                        .into_iter()
+                        .map(|m| format!("prefix part {m}")),
+                );
+            }
+            *name
+        }
+        _ => {
+            return vec![format!("a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")];
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_string());
+    }
+    if !name.is_empty() && !is_qualified_name_part(name) {
+        errs.push(format!("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}')"));
+    }
+    errs
+}
+
+/// `IsValidLabelValue`
+pub fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    if !value.is_empty() && !is_qualified_name_part(value) {
+        errs.push(format!("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '{LABEL_VALUE_FMT}')"));
+    }
+    errs
+}
+
+/// `ValidateLabelName`
+pub fn validate_label_name(name: &str, path: &FieldPath) -> Vec<FieldError> {
+    qualified_name_errors(name)
+        .into_iter()
+        .map(|m| FieldError::invalid(path.clone(), json!(name), m))
+        .collect()
+}
+
+/// `ValidateLabels`
+pub fn validate_labels(labels: &BTreeMap<String, String>, path: &FieldPath) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (k, v) in labels {
+        errs.extend(validate_label_name(k, path));
+        errs.extend(
+            label_value_errors(v)
+                .into_iter()
+                .map(|m| FieldError::invalid(path.clone(), json!(v), m)),
+        );
+    }
+    errs
+}
+
+/// `ValidateLabelSelector` (invalid label values not allowed).
+pub fn validate_label_selector(sel: &LabelSelector, path: &FieldPath) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for (i, r) in sel
+        .match_expressions
+        .as_deref()
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+    {
+        let p = path.child("matchExpressions").index(i);
+        let values = r.values.as_deref().unwrap_or(&[]);
+        match r.operator.as_str() {
+            "In" | "NotIn" => {
+                if values.is_empty() {
+                    errs.push(FieldError::required(
+                        p.child("values"),
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    ));
+                }
+            }
+            "Exists" | "DoesNotExist" => {
+                if !values.is_empty() {
+                    errs.push(FieldError::forbidden(
+                        p.child("values"),
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    ));
+                }
+            }
+            other => errs.push(FieldError::invalid(
+                p.child("operator"),
+                json!(other),
+                "not a valid selector operator",
+            )),
+        }
+        errs.extend(validate_label_name(&r.key, &p.child("key")));
+        for (j, v) in values.iter().enumerate() {
+            errs.extend(
+                label_value_errors(v)
+                    .into_iter()
+                    .map(|m| FieldError::invalid(p.child("values").index(j), json!(v), m)),
+            );
+        }
+    }
+    if let Some(labels) = &sel.match_labels {
+        errs.extend(validate_labels(labels, &path.child("matchLabels")));
+    }
+    errs
+}
+
+/// `ValidateNodeSelectorTerm`, with Kubernetes' messages.
+pub fn validate_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    for (j, r) in term
+        .match_expressions
+        .as_deref()
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+    {
+        let p = path.child("matchExpressions").index(j);
+        let values = r.values.as_deref().unwrap_or(&[]);
+        match r.operator.as_str() {
+            "In" | "NotIn" if values.is_empty() => out.push(FieldError::required(
+                p.child("values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !values.is_empty() => out.push(FieldError::forbidden(
+                p.child("values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "Gt" | "Lt" if values.len() != 1 || values[0].parse::<i64>().is_err() => {
+                out.push(FieldError::required(
+                    p.child("values"),
+                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
+                ))
+            }
+            "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
+            other => out.push(FieldError::not_supported(
+                p.child("operator"),
+                json!(other),
+                &["DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"],
+            )),
+        }
+        out.extend(validate_label_name(&r.key, &p.child("key")));
+    }
+    for (j, r) in term
+        .match_fields
+        .as_deref()
+        .unwrap_or(&[])
+        .iter()
+        .enumerate()
+    {
+        let p = path.child("matchFields").index(j);
+        if r.key != "metadata.name" {
+            out.push(FieldError::not_supported(
+                p.child("key"),
+                json!(r.key),
+                &["metadata.name"],
+            ));
+        }
+        if r.operator != "In" && r.operator != "NotIn" {
+            out.push(FieldError::not_supported(
+                p.child("operator"),
+                json!(r.operator),
+                &["In", "NotIn"],
+            ));
+        }
+        if r.values.as_deref().unwrap_or(&[]).len() != 1 {
+            out.push(FieldError::required(
+                p.child("values"),
+                "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+            ));
+        }
+    }
+    out
+}
+
+/// `ValidateTolerations`.
+pub fn validate_toleration(t: &Toleration, path: &FieldPath) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    let key = t.key.as_deref().unwrap_or("");
+    let op = t.operator.as_deref().unwrap_or("Equal");
+    if !key.is_empty() {
+        out.extend(validate_label_name(key, &path.child("key")));
+    } else if op != "Exists" {
+        out.push(FieldError::invalid(path.child("operator"), json!(op), "operator must be Exists when `key` is empty, which means \"match all values and all keys\""));
+    }
+    match op {
+        "Equal" | "" => {}
+        "Exists" => {
+            if !t.value.as_deref().unwrap_or("").is_empty() {
+                out.push(FieldError::invalid(
+                    path.child("operator"),
+                    json!(t.value),
+                    "value must be empty when `operator` is 'Exists'",
+                ));
+            }
+        }
+        other => out.push(FieldError::not_supported(
+            path.child("operator"),
+            json!(other),
+            &["Equal", "Exists"],
+        )),
+    }
+    if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty()) {
+        if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&e) {
+            out.push(FieldError::not_supported(
+                path.child("effect"),
+                json!(e),
+                &["NoExecute", "NoSchedule", "PreferNoSchedule"],
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    #[test]
+    fn qualified_names() {
+        for ok in [
+            "app",
+            "app.kubernetes.io/name",
+            "pod-template-hash",
+            "a_b.c-d",
+            "example.com/X1",
+        ] {
+            assert!(qualified_name_errors(ok).is_empty(), "{ok}");
+        }
+        let cases = [
+            ("", "name part must be non-empty"),
+            ("-app", "name part must consist of"),
+            ("/app", "prefix part must be non-empty"),
+            (
+                "Example.com/app",
+                "prefix part a lowercase RFC 1123 subdomain",
+            ),
+            ("a/b/c", "a qualified name must consist of"),
+            (
+                &"x".repeat(64),
+                "name part must be no more than 63 characters",
+            ),
+        ];
+        for (bad, want) in cases {
+            let errs = qualified_name_errors(bad);
+            assert!(errs.iter().any(|e| e.starts_with(want)), "{bad}: {errs:?}");
+        }
+    }
+
+    #[test]
+    fn label_values() {
+        assert!(label_value_errors("").is_empty());
+        assert!(label_value_errors("v1.2_x").is_empty());
+        assert!(!label_value_errors("bad value").is_empty());
+        assert!(!label_value_errors(&"a".repeat(64)).is_empty());
+    }
+
+    #[test]
+    fn selectors() {
+        let sel = LabelSelector {
+            match_labels: Some([("app".to_string(), "bad value".to_string())].into()),
+            match_expressions: Some(vec![
+                LabelSelectorRequirement {
+                    key: "a".into(),
+                    operator: "In".into(),
+                    values: None,
+                },
+                LabelSelectorRequirement {
+                    key: "b".into(),
+                    operator: "Exists".into(),
+                    values: Some(vec!["x".into()]),
+                },
+                LabelSelectorRequirement {
+                    key: "c".into(),
+                    operator: "Gt".into(),
+                    values: None,
+                },
+            ]),
+        };
+        let errs: Vec<String> =
+            validate_label_selector(&sel, &FieldPath::new("spec.labelSelector"))
+                .iter()
+                .map(|e| e.to_string())
+                .collect();
+        assert_eq!(errs[0], "spec.labelSelector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'");
+        assert_eq!(errs[1], "spec.labelSelector.matchExpressions[1].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+        assert_eq!(errs[2], "spec.labelSelector.matchExpressions[2].operator: Invalid value: \"Gt\": not a valid selector operator");
+        assert!(errs[3].starts_with(
+            "spec.labelSelector.matchLabels: Invalid value: \"bad value\": a valid label must be"
+        ));
+        assert_eq!(errs.len(), 4);
+    }
+}

@@ -1,0 +1,589 @@
+//! The one place that knows where each kind keeps its pod template. Rules, the server and the
+//! CLI ask this module for a [`PodTemplate`] and never navigate workload objects themselves.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::k8s::fieldpath::{FieldPath, JsonSegment};
+use crate::k8s::model::{ObjectMeta, PodSpec};
+
+/// The kinds whose pod spec the rules look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Pod,
+    PodTemplate,
+    ReplicationController,
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+    ReplicaSet,
+    Job,
+    CronJob,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 9] = [
+        Kind::Pod,
+        Kind::PodTemplate,
+        Kind::ReplicationController,
+        Kind::Deployment,
+        Kind::StatefulSet,
+        Kind::DaemonSet,
+        Kind::ReplicaSet,
+        Kind::Job,
+        Kind::CronJob,
+    ];
+
+    pub fn group(self) -> &'static str {
+        match self {
+            Kind::Pod | Kind::PodTemplate | Kind::ReplicationController => "",
+            Kind::Deployment | Kind::StatefulSet | Kind::DaemonSet | Kind::ReplicaSet => "apps",
+            Kind::Job | Kind::CronJob => "batch",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Pod => "Pod",
+            Kind::PodTemplate => "PodTemplate",
+            Kind::ReplicationController => "ReplicationController",
+            Kind::Deployment => "Deployment",
+            Kind::StatefulSet => "StatefulSet",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::Job => "Job",
+            Kind::CronJob => "CronJob",
+        }
+    }
+
+    /// The plural resource name, as in an AdmissionRequest's `resource.resource`.
+    pub fn resource(self) -> &'static str {
+        match self {
+            Kind::Pod => "pods",
+            Kind::PodTemplate => "podtemplates",
+            Kind::ReplicationController => "replicationcontrollers",
+            Kind::Deployment => "deployments",
+            Kind::StatefulSet => "statefulsets",
+            Kind::DaemonSet => "daemonsets",
+            Kind::ReplicaSet => "replicasets",
+            Kind::Job => "jobs",
+            Kind::CronJob => "cronjobs",
+        }
+    }
+
+    /// Looks a kind up by API group and kind name (`apps`, `Deployment`).
+    pub fn from_group_kind(group: &str, kind: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.group() == group && k.name() == kind)
+    }
+
+    /// Looks a kind up by a manifest's `apiVersion` and `kind`.
+    pub fn from_api_version(api_version: &str, kind: &str) -> Option<Kind> {
+        Kind::from_group_kind(group_of(api_version), kind)
+    }
+
+    /// Where the pod spec lives in an object of this kind.
+    pub fn pod_spec_path(self) -> FieldPath {
+        self.template_path().child("spec")
+    }
+
+    /// Where the pod template (its `metadata` and `spec`) lives; empty for a Pod.
+    pub fn template_path(self) -> FieldPath {
+        match self {
+            Kind::Pod => FieldPath::root(),
+            Kind::PodTemplate => FieldPath::new("template"),
+            Kind::CronJob => FieldPath::new("spec.jobTemplate.spec.template"),
+            _ => FieldPath::new("spec.template"),
+        }
+    }
+}
+
+/// OpenKruise's API group.
+pub const KRUISE_GROUP: &str = "apps.kruise.io";
+
+/// OpenKruise's workloads (CloneSet, Advanced StatefulSet): no rule judges them, but a
+/// WorkloadSpread may target them; they keep their pod template where apps/v1 workloads do.
+const KRUISE_WORKLOADS: [&str; 2] = ["CloneSet", "StatefulSet"];
+
+/// The API group of an `apiVersion` (`""` for the core group).
+pub fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map_or("", |(g, _)| g)
+}
+
+/// Where a workload keeps its pod template: every [`Kind`] but Pod, and OpenKruise's workloads.
+pub fn workload_template_path(api_version: &str, kind: &str) -> Option<FieldPath> {
+    match Kind::from_api_version(api_version, kind) {
+        Some(Kind::Pod) => None,
+        Some(k) => Some(k.template_path()),
+        None if group_of(api_version) == KRUISE_GROUP && KRUISE_WORKLOADS.contains(&kind) => {
+            Some(FieldPath::new("spec.template"))
+        }
+        None => None,
+    }
+}
+
+/// The pod template of any workload [`workload_template_path`] knows, as raw JSON.
+pub fn workload_template(value: &Value) -> Option<&Value> {
+    let path = workload_template_path(value["apiVersion"].as_str()?, value["kind"].as_str()?)?;
+    let mut at = value;
+    for seg in path.json_segments() {
+        at = match seg {
+            JsonSegment::Key(k) => at.get(k)?,
+            JsonSegment::Index(i) => at.get(i)?,
+        };
+    }
+    Some(at)
+}
+
+/// The pod spec of any workload [`workload_template_path`] knows.
+pub fn workload_pod_spec(value: &Value) -> Option<PodSpec> {
+    let (api, kind) = (value["apiVersion"].as_str()?, value["kind"].as_str()?);
+    match Kind::from_api_version(api, kind) {
+        Some(Kind::Pod) => None,
+        Some(k) => parse_value(k, value).ok().map(|t| t.spec),
+        None => serde_json::from_value(workload_template(value)?.get("spec")?.clone()).ok(),
+    }
+}
+
+/// A pod, or the pod template of a workload, with what the rules need to know about its owner.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodTemplate {
+    pub kind: Kind,
+    /// The object's own metadata (for a Pod, the pod's).
+    pub meta: ObjectMeta,
+    /// The pod template's metadata; `None` for a Pod, whose template is itself (see
+    /// [`PodTemplate::template_meta`]).
+    template_meta: Option<ObjectMeta>,
+    pub spec: PodSpec,
+    /// The workload's own `spec.selector` (a map for ReplicationControllers is converted).
+    pub selector: Option<LabelSelector>,
+}
+
+impl PodTemplate {
+    /// The pod template's metadata (for a Pod, the pod's).
+    pub fn template_meta(&self) -> &ObjectMeta {
+        self.template_meta.as_ref().unwrap_or(&self.meta)
+    }
+
+    pub fn spec_path(&self) -> FieldPath {
+        self.kind.pod_spec_path()
+    }
+}
+
+/// A failure to read an object, with the JSON path where it happened.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}: {path}: {message}")]
+pub struct ParseError {
+    pub kind: &'static str,
+    pub path: String,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+struct PodObject {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: PodSpec,
+}
+
+#[derive(Deserialize, Default)]
+struct TemplateView {
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: PodSpec,
+}
+
+#[derive(Deserialize)]
+struct PodTemplateObject {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    template: TemplateView,
+}
+
+#[derive(Deserialize, Default)]
+struct WorkloadSpec {
+    #[serde(default)]
+    selector: Option<Value>,
+    #[serde(default)]
+    template: TemplateView,
+}
+
+#[derive(Deserialize)]
+struct WorkloadObject {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: WorkloadSpec,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct JobTemplate {
+    #[serde(default)]
+    spec: WorkloadSpec,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct CronJobSpec {
+    #[serde(default)]
+    job_template: JobTemplate,
+}
+
+#[derive(Deserialize)]
+struct CronJobObject {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
+    spec: CronJobSpec,
+}
+
+/// Deserializes one view. Path tracking costs about a third of the parse, so the fast path
+/// skips it and callers re-parse with `track` only to explain a failure.
+fn read<'de, T: Deserialize<'de>, D: serde::Deserializer<'de>>(
+    kind: Kind,
+    de: D,
+    track: bool,
+) -> Result<T, ParseError>
+where
+    D::Error: std::fmt::Display,
+{
+    if !track {
+        return T::deserialize(de).map_err(|e| ParseError {
+            kind: kind.name(),
+            path: String::new(),
+            message: strip_position(&e.to_string()),
+        });
+    }
+    serde_path_to_error::deserialize(de).map_err(|e| ParseError {
+        kind: kind.name(),
+        path: e.path().to_string(),
+        message: strip_position(&e.inner().to_string()),
+    })
+}
+
+/// serde_json appends ` at line L column C`, relative to the object alone; the path says more.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => msg[..i].to_string(),
+        _ => msg.to_string(),
+    }
+}
+
+fn not_an_object(kind: Kind) -> ParseError {
+    ParseError {
+        kind: kind.name(),
+        path: String::new(),
+        message: "expected a JSON object".to_string(),
+    }
+}
+
+fn selector_from(value: Option<Value>) -> Option<LabelSelector> {
+    let value = value?;
+    let obj = value.as_object()?;
+    if obj.contains_key("matchLabels") || obj.contains_key("matchExpressions") || obj.is_empty() {
+        serde_json::from_value(value).ok()
+    } else {
+        // ReplicationController: a plain map of labels.
+        let labels: BTreeMap<String, String> = serde_json::from_value(value).ok()?;
+        Some(LabelSelector {
+            match_labels: Some(labels),
+            match_expressions: None,
+        })
+    }
+}
+
+fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplate {
+    PodTemplate {
+        kind,
+        meta,
+        template_meta: Some(spec.template.metadata),
+        spec: spec.template.spec,
+        selector: selector_from(spec.selector),
+    }
+}
+
+fn check_kind(kind: Kind, declared: &Option<String>) -> Result<(), ParseError> {
+    match declared.as_deref() {
+        Some(d) if !d.is_empty() && d != kind.name() => Err(ParseError {
+            kind: kind.name(),
+            path: "kind".to_string(),
+            message: format!("object has kind {d:?}, expected {:?}", kind.name()),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn parse_with<'de, D>(kind: Kind, de: D, track: bool) -> Result<PodTemplate, ParseError>
+where
+    D: serde::Deserializer<'de>,
+    D::Error: std::fmt::Display,
+{
+    Ok(match kind {
+        Kind::Pod => {
+            let o: PodObject = read(kind, de, track)?;
+            check_kind(kind, &o.kind)?;
+            PodTemplate {
+                kind,
+                template_meta: None,
+                meta: o.metadata,
+                spec: o.spec,
+                selector: None,
+            }
+        }
+        Kind::PodTemplate => {
+            let o: PodTemplateObject = read(kind, de, track)?;
+            check_kind(kind, &o.kind)?;
+            PodTemplate {
+                kind,
+                meta: o.metadata,
+                template_meta: Some(o.template.metadata),
+                spec: o.template.spec,
+                selector: None,
+            }
+        }
+        Kind::CronJob => {
+            let o: CronJobObject = read(kind, de, track)?;
+            check_kind(kind, &o.kind)?;
+            from_workload(kind, o.metadata, o.spec.job_template.spec)
+        }
+        _ => {
+            let o: WorkloadObject = read(kind, de, track)?;
+            check_kind(kind, &o.kind)?;
+            from_workload(kind, o.metadata, o.spec)
+        }
+    })
+}
+
+/// Reads the pod template of an object of `kind` from raw JSON, touching only the fields the
+/// rules need.
+pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
+    if !json.trim_start().starts_with('{') {
+        return Err(not_an_object(kind));
+    }
+    let parse = |track| {
+        let mut de = serde_json::Deserializer::from_str(json);
+        let t = parse_with(kind, &mut de, track)?;
+        de.end().map_err(|e| ParseError {
+            kind: kind.name(),
+            path: String::new(),
+            message: e.to_string(),
+        })?;
+        Ok(t)
+    };
+    parse(false).or_else(|_| parse(true))
+}
+
+/// Reads the pod template of an object of the given kind straight from a deserializer that is
+/// part-way through a larger document (the AdmissionReview), so the object is scanned once.
+/// Only a JSON object is accepted: serde's derived structs would also take an array.
+pub struct TemplateSeed(pub Kind);
+
+impl<'de> serde::de::DeserializeSeed<'de> for TemplateSeed {
+    type Value = PodTemplate;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<PodTemplate, D::Error> {
+        de.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for TemplateSeed {
+    type Value = PodTemplate;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a {} object", self.0.name())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<PodTemplate, A::Error> {
+        parse_with(
+            self.0,
+            serde::de::value::MapAccessDeserializer::new(map),
+            false,
+        )
+        .map_err(serde::de::Error::custom)
+    }
+}
+
+/// Reads the pod template of an already parsed object (manifests read by `check`).
+pub fn parse_value(kind: Kind, value: &Value) -> Result<PodTemplate, ParseError> {
+    if !value.is_object() {
+        return Err(not_an_object(kind));
+    }
+    parse_with(kind, value, false).or_else(|_| parse_with(kind, value, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_finds_its_template() {
+        let template = json!({
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"nodeSelector": {"disktype": "ssd"}}
+        });
+        let cases = [
+            (
+                Kind::Pod,
+                json!({"metadata": {"labels": {"app": "web"}}, "spec": {"nodeSelector": {"disktype": "ssd"}}}),
+                "spec",
+            ),
+            (
+                Kind::PodTemplate,
+                json!({"metadata": {"name": "t"}, "template": template}),
+                "template.spec",
+            ),
+            (
+                Kind::ReplicationController,
+                json!({"spec": {"selector": {"app": "web"}, "template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::Deployment,
+                json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::StatefulSet,
+                json!({"spec": {"template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::DaemonSet,
+                json!({"spec": {"template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::ReplicaSet,
+                json!({"spec": {"template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::Job,
+                json!({"spec": {"template": template}}),
+                "spec.template.spec",
+            ),
+            (
+                Kind::CronJob,
+                json!({"spec": {"jobTemplate": {"spec": {"template": template}}}}),
+                "spec.jobTemplate.spec.template.spec",
+            ),
+        ];
+        for (kind, obj, path) in cases {
+            let t = parse_value(kind, &obj).unwrap();
+            assert_eq!(
+                t.spec.node_selector().get("disktype").map(String::as_str),
+                Some("ssd"),
+                "{kind:?}"
+            );
+            assert_eq!(
+                t.template_meta().labels().get("app").map(String::as_str),
+                Some("web"),
+                "{kind:?}"
+            );
+            assert_eq!(t.spec_path().to_string(), path);
+            let from_raw = parse_json(kind, &obj.to_string()).unwrap();
+            assert_eq!(from_raw, t);
+        }
+    }
+
+    #[test]
+    fn workloads_a_workloadspread_may_target_find_their_template() {
+        let template = json!({"spec": {"nodeSelector": {"disktype": "ssd"}}});
+        let cases = [
+            (
+                "apps/v1",
+                "Deployment",
+                json!({"spec": {"template": template}}),
+                true,
+            ),
+            (
+                "batch/v1",
+                "CronJob",
+                json!({"spec": {"jobTemplate": {"spec": {"template": template}}}}),
+                true,
+            ),
+            (
+                "apps.kruise.io/v1alpha1",
+                "CloneSet",
+                json!({"spec": {"template": template}}),
+                true,
+            ),
+            (
+                "apps.kruise.io/v1beta1",
+                "StatefulSet",
+                json!({"spec": {"template": template}}),
+                true,
+            ),
+            ("v1", "Pod", template.clone(), false),
+            (
+                "apps.kruise.io/v1alpha1",
+                "SidecarSet",
+                json!({"spec": {"template": template}}),
+                false,
+            ),
+        ];
+        for (api, kind, mut obj, found) in cases {
+            obj["apiVersion"] = json!(api);
+            obj["kind"] = json!(kind);
+            let spec = workload_pod_spec(&obj);
+            assert_eq!(spec.is_some(), found, "{api} {kind}");
+            if let Some(spec) = spec {
+                assert_eq!(spec.node_selector().len(), 1, "{api} {kind}");
+                assert_eq!(workload_template(&obj), Some(&template), "{api} {kind}");
+            }
+        }
+    }
+
+    #[test]
+    fn replication_controller_selector_is_a_map() {
+        let obj = json!({"spec": {"selector": {"app": "web"}}});
+        let t = parse_value(Kind::ReplicationController, &obj).unwrap();
+        let sel = t.selector.unwrap();
+        assert_eq!(sel.match_labels.unwrap().get("app").unwrap(), "web");
+    }
+
+    #[test]
+    fn kinds_by_group_and_api_version() {
+        assert_eq!(
+            Kind::from_api_version("apps/v1", "Deployment"),
+            Some(Kind::Deployment)
+        );
+        assert_eq!(Kind::from_api_version("v1", "Pod"), Some(Kind::Pod));
+        assert_eq!(
+            Kind::from_api_version("batch/v1", "CronJob"),
+            Some(Kind::CronJob)
+        );
+        assert_eq!(Kind::from_api_version("v1", "Deployment"), None);
+        assert_eq!(Kind::from_group_kind("apps.kruise.io", "CloneSet"), None);
+    }
+
+    #[test]
+    fn bad_field_types_name_the_path() {
+        let obj = json!({"spec": {"template": {"spec": {"nodeSelector": ["x"]}}}});
+        let err = parse_value(Kind::Deployment, &obj).unwrap_err();
+        assert_eq!(err.path, "spec.template.spec.nodeSelector");
+        let err = parse_value(Kind::Pod, &json!({"kind": "Deployment"})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"Pod: kind: object has kind "Deployment", expected "Pod""#
+        );
+        assert!(parse_value(Kind::Pod, &json!("a string")).is_err());
+    }
+}

@@ -1,0 +1,3 @@
+//! OpenKruise's placement objects, as Kruise's webhooks validate and distribute them.
+
+pub mod workloadspread;

@@ -1,0 +1,221 @@
+//! The rule file: plain data, built in one place, strict about what it accepts.
+
+use serde::{Deserialize, Serialize};
+
+use super::RuleSpec;
+
+pub const API_VERSION: &str = "placement-guard.io/v1alpha1";
+pub const KIND: &str = "RuleSet";
+
+/// The built-in rule file, printed by `placement-guard rules --print-defaults`. A test keeps it
+/// equal to `RuleSet::default()`.
+pub const DEFAULT_RULES_YAML: &str = include_str!("default-rules.yaml");
+
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleSet {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub spec: RuleSpec,
+}
+
+impl Default for RuleSet {
+    fn default() -> Self {
+        RuleSet {
+            api_version: API_VERSION.to_string(),
+            kind: KIND.to_string(),
+            spec: RuleSpec::default(),
+        }
+    }
+}
+
+/// A rule file that cannot be used, with where and why.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{origin}:{line}:{column}: {field}{message}")]
+pub struct LoadError {
+    pub origin: String,
+    pub line: u64,
+    pub column: u64,
+    /// `spec.mutableDirectives.action: `, or empty when the error is not about one field.
+    pub field: String,
+    pub message: String,
+}
+
+impl RuleSet {
+    /// Parses a rule file. `origin` names it in errors (a path, or `<defaults>`).
+    pub fn from_yaml(origin: &str, text: &str) -> Result<RuleSet, LoadError> {
+        let mut path = String::new();
+        let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
+            serde_path_to_error::deserialize(de).map_err(|e| {
+                path = e.path().to_string();
+                e.into_inner()
+            })
+        });
+        let rules: RuleSet = match parsed {
+            Ok(r) => r,
+            Err(e) => {
+                let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+                let field = if path.is_empty() || path == "." {
+                    String::new()
+                } else {
+                    format!("{path}: ")
+                };
+                return Err(LoadError {
+                    origin: origin.to_string(),
+                    line,
+                    column,
+                    field,
+                    message: bare_message(&e.to_string()),
+                });
+            }
+        };
+        rules.check(origin, text)?;
+        Ok(rules)
+    }
+
+    /// Checks what the types alone cannot.
+    fn check(&self, origin: &str, text: &str) -> Result<(), LoadError> {
+        let at = |key: &str, field: &str, message: String| {
+            let (line, column) = find_key(text, key);
+            LoadError {
+                origin: origin.to_string(),
+                line,
+                column,
+                field: format!("{field}: "),
+                message,
+            }
+        };
+        if self.api_version != API_VERSION {
+            return Err(at(
+                "apiVersion",
+                "apiVersion",
+                format!(
+                    "Unsupported value: {:?}: supported values: {API_VERSION:?}",
+                    self.api_version
+                ),
+            ));
+        }
+        if self.kind != KIND {
+            return Err(at(
+                "kind",
+                "kind",
+                format!(
+                    "Unsupported value: {:?}: supported values: {KIND:?}",
+                    self.kind
+                ),
+            ));
+        }
+        if let Some(e) = self.spec.check().into_iter().next() {
+            let key = e.path.anchor_field().unwrap_or("spec");
+            return Err(at(key, &e.path.to_string(), e.body()));
+        }
+        Ok(())
+    }
+}
+
+/// serde-saphyr renders `error: line L column C: message` and a snippet; we print the location
+/// our own way, so keep only the message.
+fn bare_message(rendered: &str) -> String {
+    let first = rendered.lines().next().unwrap_or(rendered);
+    let rest = first.strip_prefix("error: ").unwrap_or(first);
+    if rest.starts_with("line ") {
+        if let Some(idx) = rest.find(": ") {
+            return rest[idx + 2..].to_string();
+        }
+    }
+    rest.to_string()
+}
+
+/// Line and column (1-based) of the first `key:` in a YAML text, for errors found after parsing.
+fn find_key(text: &str, key: &str) -> (u64, u64) {
+    let needle = format!("{key}:");
+    for (i, line) in text.lines().enumerate() {
+        if let Some(col) = line.find(&needle) {
+            return (i as u64 + 1, col as u64 + 1);
+        }
+    }
+    (1, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_file_is_the_builtin_default() {
+        let parsed = RuleSet::from_yaml("<defaults>", DEFAULT_RULES_YAML).unwrap();
+        assert_eq!(parsed, RuleSet::default());
+    }
+
+    #[test]
+    fn sections_may_be_left_out() {
+        let r = RuleSet::from_yaml(
+            "r.yaml",
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\n",
+        )
+        .unwrap();
+        assert_eq!(r, RuleSet::default());
+    }
+
+    #[test]
+    fn load_errors_name_file_line_field_and_what_is_allowed() {
+        let head =
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  mutableDirectives:\n";
+        let cases = [
+            (
+                format!("{head}    action: block\n"),
+                "r.yaml:5:13: spec.mutableDirectives.action: unknown variant `block`, expected one of deny, warn",
+            ),
+            (
+                format!("{head}    allowedUser: []\n"),
+                "r.yaml:5:5: spec.mutableDirectives.allowedUser: unknown field `allowedUser`, expected one of enabled, action, allowedUsers",
+            ),
+            (
+                format!("{head}    enabled: 3\n"),
+                "r.yaml:5:14: spec.mutableDirectives.enabled: invalid boolean",
+            ),
+            (
+                format!("{head}    allowedUsers: alice\n"),
+                "r.yaml:5:19: spec.mutableDirectives.allowedUsers: expected sequence start",
+            ),
+            (
+                format!("{head}    allowedUsers: [\"\"]\n"),
+                "r.yaml:5:5: spec.mutableDirectives.allowedUsers[0]: Invalid value: must be a user name or group:NAME",
+            ),
+            (
+                "apiVersion: v1\nkind: RuleSet\n".to_string(),
+                r#"r.yaml:1:1: apiVersion: Unsupported value: "v1": supported values: "placement-guard.io/v1alpha1""#,
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: Policy\n".to_string(),
+                r#"r.yaml:2:1: kind: Unsupported value: "Policy": supported values: "RuleSet""#,
+            ),
+            ("spec: [\n".to_string(), "r.yaml:1:7: spec: expected mapping start"),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    clusterScope: block\n".to_string(),
+                "r.yaml:5:19: spec.hardAntiAffinity.clusterScope: unknown variant `block`, expected one of deny, warn, allow",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - {maxSkew: 0, topologyKey: zone, whenUnsatisfiable: Never}\n".to_string(),
+                "r.yaml:6:7: spec.topologySpread.defaults.constraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {}}\n".to_string(),
+                "r.yaml:7:75: spec.topologySpread.defaults.constraints[0].labelSelector: unknown field `labelSelector`, expected one of maxSkew, topologyKey, whenUnsatisfiable, minDomains, nodeAffinityPolicy, nodeTaintsPolicy",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    validate: {action: allow}\n".to_string(),
+                "r.yaml:5:24: spec.topologySpread.validate.action: unknown variant `allow`, expected one of deny, warn",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    allowedTopologyKeys: [\"\"]\n".to_string(),
+                r#"r.yaml:5:5: spec.hardAntiAffinity.allowedTopologyKeys[0]: Invalid value: "": a topology key may not be empty"#,
+            ),
+        ];
+        for (text, want) in cases {
+            let err = RuleSet::from_yaml("r.yaml", &text).unwrap_err();
+            assert_eq!(err.to_string(), want, "for:\n{text}");
+        }
+    }
+}

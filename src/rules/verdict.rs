@@ -1,0 +1,229 @@
+//! What rules return, in types common to every rule: findings about fields, notes, and patches.
+//! `deny` vs `warn` is carried on each finding; the adapters turn a verdict into an
+//! AdmissionResponse, diagnostics or metrics without knowing which rule said what.
+
+use serde::{Deserialize, Serialize};
+
+use super::RuleId;
+use crate::k8s::fieldpath::{FieldError, FieldPath};
+
+/// deny | warn
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Deny,
+    Warn,
+}
+
+/// One violation, with the action its rule is configured with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finding {
+    pub rule: RuleId,
+    pub action: Action,
+    pub error: FieldError,
+    /// How to fix it, when there is more to say than the error.
+    pub hint: Option<String>,
+}
+
+/// Who speaks in a note's warning line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Voice {
+    /// `<rule id>: ...`
+    Rule,
+    /// `placement-guard: ...`, for explanations of what another component (the apiserver) is
+    /// about to refuse.
+    Tool,
+}
+
+/// Something a user should hear that is not a violation of the rule itself: why a rule left an
+/// object alone, or what kube-apiserver will refuse.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    pub rule: RuleId,
+    pub voice: Voice,
+    /// The field it is about.
+    pub path: FieldPath,
+    pub message: String,
+}
+
+impl Note {
+    /// The note as one AdmissionResponse warning.
+    pub fn warning(&self) -> String {
+        match self.voice {
+            Voice::Rule => format!("{}: {}", self.rule, self.message),
+            Voice::Tool => format!("placement-guard: {}", self.message),
+        }
+    }
+}
+
+/// A change a mutation rule makes: the JSONPatch operations, and the same change in words for
+/// `check`, which reports what the webhook would do instead of doing it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Patch {
+    pub rule: RuleId,
+    pub path: FieldPath,
+    pub ops: Vec<json_patch::PatchOperation>,
+    pub summary: String,
+    pub hint: Option<String>,
+}
+
+/// How one rule decided one request, for per-rule metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Allowed,
+    Warned,
+    Patched,
+    Denied,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Allowed => "allowed",
+            Outcome::Warned => "warned",
+            Outcome::Patched => "patched",
+            Outcome::Denied => "denied",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verdict {
+    pub findings: Vec<Finding>,
+    pub notes: Vec<Note>,
+    pub patches: Vec<Patch>,
+    /// The rules that looked at the request (for logs and metrics).
+    pub rules_run: Vec<RuleId>,
+}
+
+impl Verdict {
+    pub fn allowed(&self) -> bool {
+        !self.findings.iter().any(|f| f.action == Action::Deny)
+    }
+
+    pub fn denials(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.action == Action::Deny)
+    }
+
+    /// Every patch operation, in the order the rules made them.
+    pub fn patch_ops(&self) -> Vec<json_patch::PatchOperation> {
+        self.patches.iter().flat_map(|p| p.ops.clone()).collect()
+    }
+
+    /// Whether [`Verdict::warnings`] would return anything, without formatting them.
+    pub fn has_warnings(&self) -> bool {
+        !self.notes.is_empty()
+            || self
+                .findings
+                .iter()
+                .any(|f| f.action == Action::Warn || f.hint.is_some())
+    }
+
+    /// Warnings for the AdmissionResponse: warn-action findings, then every hint, then notes.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .findings
+            .iter()
+            .filter(|f| f.action == Action::Warn)
+            .map(|f| format!("{}: {}", f.rule, f.error))
+            .collect();
+        out.extend(
+            self.findings
+                .iter()
+                .filter_map(|f| f.hint.as_ref().map(|h| format!("{}: {}", f.rule, h))),
+        );
+        out.extend(self.notes.iter().map(Note::warning));
+        out
+    }
+
+    /// The denial message in Kubernetes' aggregate style: one error alone, several as `[a, b]`.
+    pub fn denial_message(&self) -> Option<String> {
+        let mut errs: Vec<String> = self.denials().map(|f| f.error.to_string()).collect();
+        match errs.len() {
+            0 => None,
+            1 => errs.pop(),
+            _ => Some(format!("[{}]", errs.join(", "))),
+        }
+    }
+
+    /// The whole request's outcome: a denial outweighs a patch, a patch a warning.
+    pub fn outcome(&self) -> Outcome {
+        if !self.allowed() {
+            Outcome::Denied
+        } else if !self.patches.is_empty() {
+            Outcome::Patched
+        } else if self.has_warnings() {
+            Outcome::Warned
+        } else {
+            Outcome::Allowed
+        }
+    }
+
+    /// What one rule decided, from what it returned alone.
+    pub fn outcome_of(&self, rule: RuleId) -> Outcome {
+        let findings = || self.findings.iter().filter(|f| f.rule == rule);
+        if findings().any(|f| f.action == Action::Deny) {
+            Outcome::Denied
+        } else if self.patches.iter().any(|p| p.rule == rule) {
+            Outcome::Patched
+        } else if findings().next().is_some() || self.notes.iter().any(|n| n.rule == rule) {
+            Outcome::Warned
+        } else {
+            Outcome::Allowed
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::{anti_affinity, mutable_directives, spread, workloadspread};
+
+    fn finding(rule: RuleId, action: Action) -> Finding {
+        Finding {
+            rule,
+            action,
+            error: FieldError::forbidden(FieldPath::new("spec"), "no"),
+            hint: None,
+        }
+    }
+
+    #[test]
+    fn each_rule_is_judged_by_what_it_returned() {
+        let v = Verdict {
+            findings: vec![
+                finding(anti_affinity::ID, Action::Deny),
+                finding(spread::VALIDATE_ID, Action::Warn),
+            ],
+            notes: vec![Note {
+                rule: mutable_directives::ID,
+                voice: Voice::Tool,
+                path: FieldPath::new("spec"),
+                message: "m".into(),
+            }],
+            patches: vec![Patch {
+                rule: spread::DEFAULTS_ID,
+                path: FieldPath::new("spec"),
+                ops: Vec::new(),
+                summary: String::new(),
+                hint: None,
+            }],
+            rules_run: Vec::new(),
+        };
+        assert_eq!(v.outcome(), Outcome::Denied);
+        let cases = [
+            (anti_affinity::ID, Outcome::Denied),
+            (spread::VALIDATE_ID, Outcome::Warned),
+            (mutable_directives::ID, Outcome::Warned),
+            (spread::DEFAULTS_ID, Outcome::Patched),
+            (workloadspread::ID, Outcome::Allowed),
+        ];
+        for (rule, want) in cases {
+            assert_eq!(v.outcome_of(rule), want, "{rule}");
+        }
+        assert_eq!(
+            v.warnings(),
+            ["topology-spread: spec: Forbidden: no", "placement-guard: m"]
+        );
+    }
+}

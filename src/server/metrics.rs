@@ -1,0 +1,240 @@
+//! Prometheus metrics of the server (served on `/metrics` in OpenMetrics text).
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::admission::Endpoint;
+use crate::rules::{Outcome, Verdict};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    endpoint: &'static str,
+    rule: String,
+    verdict: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabels {
+    endpoint: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<EndpointLabels, Histogram>,
+    in_flight: Gauge,
+    rule_reloads: Family<ResultLabels, Counter>,
+    tls_reloads: Family<ResultLabels, Counter>,
+    cert_expiry: Gauge,
+}
+
+/// Decrements the in-flight gauge when a request ends, however it ends.
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+fn endpoint_name(e: Endpoint) -> &'static str {
+    match e {
+        Endpoint::Validate => "validate",
+        Endpoint::Mutate => "mutate",
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("placement_guard");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "admission_requests",
+            "Admission requests by endpoint, rule and verdict",
+            requests.clone(),
+        );
+        // 50 µs .. ~0.8 s: admission answers are expected well under a millisecond.
+        let latency = Family::<EndpointLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+                0.00005, 2.0, 15,
+            ))
+        });
+        registry.register(
+            "admission_duration_seconds",
+            "Time to answer an admission request",
+            latency.clone(),
+        );
+        let in_flight = Gauge::default();
+        registry.register(
+            "admission_in_flight_requests",
+            "Admission requests being answered",
+            in_flight.clone(),
+        );
+        let rule_reloads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "rule_file_reloads",
+            "Rule file loads after start, by result",
+            rule_reloads.clone(),
+        );
+        let tls_reloads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "tls_certificate_reloads",
+            "TLS certificate loads after start, by result",
+            tls_reloads.clone(),
+        );
+        let cert_expiry = Gauge::default();
+        registry.register(
+            "tls_certificate_expiry_timestamp_seconds",
+            "When the serving certificate expires (Unix time)",
+            cert_expiry.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            in_flight,
+            rule_reloads,
+            tls_reloads,
+            cert_expiry,
+        }
+    }
+
+    pub fn in_flight(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
+    }
+
+    /// Counts one answered request once per rule that looked at it, with what that rule
+    /// decided (`rule="none"` with the request's outcome when no rule did), and its latency.
+    pub fn observe(&self, endpoint: Endpoint, verdict: Option<&Verdict>, took: Duration) {
+        let rules: Vec<(&str, &'static str)> = match verdict {
+            Some(v) if !v.rules_run.is_empty() => v
+                .rules_run
+                .iter()
+                .map(|r| (r.as_str(), v.outcome_of(*r).as_str()))
+                .collect(),
+            Some(v) => vec![("none", v.outcome().as_str())],
+            None => vec![("none", Outcome::Allowed.as_str())],
+        };
+        self.count(endpoint, &rules, took);
+    }
+
+    /// Counts a request that got no AdmissionReview answer (`bad_request`, `error`).
+    pub fn observe_failure(&self, endpoint: Endpoint, verdict: &'static str, took: Duration) {
+        self.count(endpoint, &[("none", verdict)], took);
+    }
+
+    fn count(&self, endpoint: Endpoint, rules: &[(&str, &'static str)], took: Duration) {
+        self.latency
+            .get_or_create(&EndpointLabels {
+                endpoint: endpoint_name(endpoint),
+            })
+            .observe(took.as_secs_f64());
+        let endpoint = endpoint_name(endpoint);
+        for (rule, verdict) in rules {
+            self.requests
+                .get_or_create(&RequestLabels {
+                    endpoint,
+                    rule: rule.to_string(),
+                    verdict,
+                })
+                .inc();
+        }
+    }
+
+    pub fn rules_reload(&self, ok: bool) {
+        self.rule_reloads
+            .get_or_create(&ResultLabels {
+                result: if ok { "success" } else { "failure" },
+            })
+            .inc();
+    }
+
+    pub fn tls_reload(&self, ok: bool) {
+        self.tls_reloads
+            .get_or_create(&ResultLabels {
+                result: if ok { "success" } else { "failure" },
+            })
+            .inc();
+    }
+
+    pub fn cert_expiry(&self, unix: Option<i64>) {
+        if let Some(t) = unix {
+            self.cert_expiry.set(t);
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_every_family() {
+        use crate::k8s::fieldpath::{FieldError, FieldPath};
+        use crate::rules::{anti_affinity, spread, Action, Finding};
+        let m = Metrics::new();
+        // A Deployment denied by one rule: the other rule that ran found nothing.
+        let denied = Verdict {
+            findings: vec![Finding {
+                rule: anti_affinity::ID,
+                action: Action::Deny,
+                error: FieldError::forbidden(FieldPath::new("spec"), "no"),
+                hint: None,
+            }],
+            rules_run: vec![anti_affinity::ID, spread::VALIDATE_ID],
+            ..Verdict::default()
+        };
+        m.observe(Endpoint::Validate, Some(&denied), Duration::from_micros(80));
+        m.observe(Endpoint::Mutate, None, Duration::from_micros(80));
+        m.observe_failure(Endpoint::Validate, "bad_request", Duration::from_micros(80));
+        m.rules_reload(false);
+        m.tls_reload(true);
+        m.cert_expiry(Some(1_900_000_000));
+        {
+            let _g = m.in_flight();
+            assert!(m
+                .encode()
+                .contains("placement_guard_admission_in_flight_requests 1"));
+        }
+        let text = m.encode();
+        for want in [
+            r#"placement_guard_admission_requests_total{endpoint="validate",rule="hard-anti-affinity",verdict="denied"} 1"#,
+            r#"placement_guard_admission_requests_total{endpoint="validate",rule="topology-spread",verdict="allowed"} 1"#,
+            r#"placement_guard_admission_requests_total{endpoint="validate",rule="none",verdict="bad_request"} 1"#,
+            r#"placement_guard_admission_requests_total{endpoint="mutate",rule="none",verdict="allowed"} 1"#,
+            r#"placement_guard_admission_duration_seconds_bucket{le="0.0001",endpoint="validate"} 2"#,
+            "placement_guard_admission_in_flight_requests 0",
+            r#"placement_guard_rule_file_reloads_total{result="failure"} 1"#,
+            r#"placement_guard_tls_certificate_reloads_total{result="success"} 1"#,
+            "placement_guard_tls_certificate_expiry_timestamp_seconds 1900000000",
+        ] {
+            assert!(text.contains(want), "missing {want}\n{text}");
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! The HTTPS admission server: a thin actix-web adapter over [`crate::admission::review`], with
+//! what running in a cluster needs: metrics, certificate and rule-file reloads, readiness, and a
+//! graceful stop on SIGTERM.
+
+pub mod metrics;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use actix_web::http::StatusCode;
+use actix_web::{web, App, HttpResponse, HttpServer};
+use anyhow::{Context, Result};
+use openssl::ssl::{ClientHelloResponse, SslContext};
+
+use crate::admission::{self, Endpoint, ReviewError};
+use crate::rules::{Outcome, RuleSet, Verdict};
+use crate::server::metrics::Metrics;
+use tls::CertPair;
+
+/// Bodies above this are refused with 413. The apiserver caps objects at 3 MiB, and an UPDATE
+/// carries two of them.
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+
+/// Above this size the evaluation runs on the blocking pool, off the async workers.
+const INLINE_BODY_BYTES: usize = 256 * 1024;
+
+pub struct State {
+    rules: RwLock<Arc<RuleSet>>,
+    pub metrics: Metrics,
+    ready: AtomicBool,
+}
+
+impl State {
+    pub fn new(rules: RuleSet) -> State {
+        State {
+            rules: RwLock::new(Arc::new(rules)),
+            metrics: Metrics::new(),
+            ready: AtomicBool::new(false),
+        }
+    }
+
+    pub fn rules(&self) -> Arc<RuleSet> {
+        match self.rules.read() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_rules(&self, rules: RuleSet) {
+        match self.rules.write() {
+            Ok(mut r) => *r = Arc::new(rules),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(rules),
+        }
+    }
+}
+
+/// Routes shared by `main` and the tests.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+        .route("/validate", web::post().to(validate))
+        .route("/mutate", web::post().to(mutate))
+        .route("/healthz", web::get().to(healthz))
+        .route("/readyz", web::get().to(readyz))
+        .route("/metrics", web::get().to(metrics));
+}
+
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain").body("ok")
+}
+
+async fn readyz(state: web::Data<State>) -> HttpResponse {
+    if state.ready.load(Ordering::Acquire) {
+        HttpResponse::Ok().content_type("text/plain").body("ok")
+    } else {
+        HttpResponse::ServiceUnavailable()
+            .content_type("text/plain")
+            .body("not ready: starting or shutting down")
+    }
+}
+
+async fn metrics(state: web::Data<State>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        .body(state.metrics.encode())
+}
+
+async fn validate(state: web::Data<State>, body: web::Bytes) -> HttpResponse {
+    handle(state, body, Endpoint::Validate).await
+}
+
+async fn mutate(state: web::Data<State>, body: web::Bytes) -> HttpResponse {
+    handle(state, body, Endpoint::Mutate).await
+}
+
+async fn handle(state: web::Data<State>, body: web::Bytes, endpoint: Endpoint) -> HttpResponse {
+    let start = Instant::now();
+    let _in_flight = state.metrics.in_flight();
+    let rules = state.rules();
+    let result = if body.len() > INLINE_BODY_BYTES {
+        match web::block(move || admission::review(&body, endpoint, &rules)).await {
+            Ok(r) => r,
+            Err(e) => Err(ReviewError::Internal(format!(
+                "evaluation task failed: {e}"
+            ))),
+        }
+    } else {
+        admission::review(&body, endpoint, &rules)
+    };
+    match result {
+        Ok(r) => {
+            let elapsed = start.elapsed();
+            state.metrics.observe(endpoint, r.verdict.as_ref(), elapsed);
+            let verdict = r
+                .verdict
+                .as_ref()
+                .map_or(Outcome::Allowed, Verdict::outcome);
+            let names: Vec<&str> = r.rules.iter().map(|r| r.as_str()).collect();
+            // Decisions that change something are logged; plain allows are only counted (a log
+            // line costs about as much as the review itself), and RUST_LOG=debug shows them too.
+            macro_rules! decision {
+                ($level:ident) => {
+                    tracing::$level!(
+                        uid = %r.uid,
+                        namespace = %r.namespace,
+                        name = %r.name,
+                        operation = r.operation,
+                        endpoint = ?endpoint,
+                        rules = %names.join(","),
+                        verdict = verdict.as_str(),
+                        allowed = r.allowed,
+                        micros = elapsed.as_micros() as u64,
+                        "admission decision"
+                    )
+                };
+            }
+            if verdict == Outcome::Allowed {
+                decision!(debug);
+            } else {
+                decision!(info);
+            }
+            HttpResponse::Ok()
+                .content_type("application/json")
+                .body(r.body)
+        }
+        Err(ReviewError::BadRequest(reason)) => {
+            state
+                .metrics
+                .observe_failure(endpoint, "bad_request", start.elapsed());
+            tracing::warn!(error = %reason, "bad admission request");
+            HttpResponse::build(StatusCode::BAD_REQUEST)
+                .content_type("text/plain; charset=utf-8")
+                .body(reason)
+        }
+        Err(e @ ReviewError::Internal(_)) => {
+            state
+                .metrics
+                .observe_failure(endpoint, "error", start.elapsed());
+            tracing::error!(error = %e, "could not answer an admission request");
+            HttpResponse::InternalServerError()
+                .content_type("text/plain; charset=utf-8")
+                .body("internal error; see the server's log")
+        }
+    }
+}
+
+pub struct ServeOptions {
+    pub addr: String,
+    pub cert: CertPair,
+    pub rules: RuleSet,
+    pub rules_path: Option<PathBuf>,
+    /// The rule file's bytes as `rules` was loaded from them.
+    pub rules_bytes: Option<Vec<u8>>,
+    pub workers: Option<usize>,
+    pub reload_interval: Duration,
+    pub shutdown_timeout: Duration,
+}
+
+/// Watches the certificate pair and the rule file, and swaps in new versions that load; a
+/// broken new version is refused with a log line and the old one keeps serving.
+struct Reloader {
+    state: web::Data<State>,
+    tls: Arc<RwLock<SslContext>>,
+    cert: CertPair,
+    rules_path: Option<PathBuf>,
+    last_cert: Option<(Vec<u8>, Vec<u8>)>,
+    last_rules: Option<Vec<u8>>,
+}
+
+impl Reloader {
+    fn tick(&mut self) {
+        if let (Ok(c), Ok(k)) = (
+            std::fs::read(&self.cert.cert),
+            std::fs::read(&self.cert.key),
+        ) {
+            let pair = (c, k);
+            if self.last_cert.as_ref() != Some(&pair) {
+                self.last_cert = Some(pair);
+                match tls::acceptor(&self.cert) {
+                    Ok(b) => {
+                        let ctx = b.build().into_context();
+                        if let Ok(mut cur) = self.tls.write() {
+                            *cur = ctx;
+                        }
+                        self.state
+                            .metrics
+                            .cert_expiry(tls::not_after_unix(&self.cert.cert).ok());
+                        self.state.metrics.tls_reload(true);
+                        tracing::info!(cert = %self.cert.cert.display(), "reloaded the TLS certificate");
+                    }
+                    Err(e) => {
+                        self.state.metrics.tls_reload(false);
+                        tracing::error!(error = %format!("{e:#}"), "refused a new TLS certificate; the old one keeps serving");
+                    }
+                }
+            }
+        }
+        if let Some(path) = &self.rules_path {
+            if let Ok(bytes) = std::fs::read(path) {
+                if self.last_rules.as_ref() != Some(&bytes) {
+                    let text = String::from_utf8_lossy(&bytes).to_string();
+                    self.last_rules = Some(bytes);
+                    match RuleSet::from_yaml(&path.display().to_string(), &text) {
+                        Ok(r) => {
+                            self.state.set_rules(r);
+                            self.state.metrics.rules_reload(true);
+                            tracing::info!(rules = %path.display(), "reloaded the rule file");
+                        }
+                        Err(e) => {
+                            self.state.metrics.rules_reload(false);
+                            tracing::error!(error = %e, "refused a new rule file; the old rules stay in force");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Binds, prints the address it listens on, and serves until SIGTERM or SIGINT, then finishes
+/// in-flight requests (up to the shutdown timeout) before returning.
+pub async fn serve(opts: ServeOptions) -> Result<()> {
+    let loaded_cert = std::fs::read(&opts.cert.cert)
+        .ok()
+        .zip(std::fs::read(&opts.cert.key).ok());
+    let mut builder = tls::acceptor(&opts.cert)?;
+    let initial = tls::acceptor(&opts.cert)?.build().into_context();
+    let current = Arc::new(RwLock::new(initial));
+    let swap = current.clone();
+    // Each handshake takes the newest certificate, so a renewed pair serves at once while
+    // established connections keep theirs.
+    builder.set_client_hello_callback(move |ssl, _alert| {
+        if let Ok(ctx) = swap.read() {
+            ssl.set_ssl_context(&ctx)?;
+        }
+        Ok(ClientHelloResponse::SUCCESS)
+    });
+
+    let state = web::Data::new(State::new(opts.rules));
+    state
+        .metrics
+        .cert_expiry(tls::not_after_unix(&opts.cert.cert).ok());
+    let app_state = state.clone();
+    let mut server =
+        HttpServer::new(move || App::new().app_data(app_state.clone()).configure(configure))
+            .disable_signals()
+            // As Go's net package does for the apiserver's side: answers are small and must not
+            // wait for the peer's delayed ACK.
+            .tcp_nodelay(true)
+            .shutdown_timeout(opts.shutdown_timeout.as_secs());
+    if let Some(w) = opts.workers {
+        server = server.workers(w);
+    }
+    let server = server
+        .bind_openssl(&opts.addr, builder)
+        .with_context(|| format!("binding {}", opts.addr))?;
+    let addrs: Vec<SocketAddr> = server.addrs();
+    let server = server.run();
+    let handle = server.handle();
+
+    // What start-up loaded is the baseline: only a change after it is a reload.
+    let mut reloader = Reloader {
+        state: state.clone(),
+        tls: current,
+        cert: opts.cert.clone(),
+        rules_path: opts.rules_path.clone(),
+        last_cert: loaded_cert,
+        last_rules: opts.rules_bytes.clone(),
+    };
+    let interval = opts.reload_interval;
+    actix_web::rt::spawn(async move {
+        loop {
+            actix_web::rt::time::sleep(interval).await;
+            reloader.tick();
+        }
+    });
+
+    let stop_state = state.clone();
+    actix_web::rt::spawn(async move {
+        wait_for_stop_signal().await;
+        stop_state.ready.store(false, Ordering::Release);
+        tracing::info!("stop signal: finishing in-flight requests");
+        handle.stop(true).await;
+    });
+
+    state.ready.store(true, Ordering::Release);
+    for a in &addrs {
+        // The tests read this line to find an ephemeral port.
+        println!("listening on https://{a}");
+    }
+    tracing::info!(addrs = ?addrs, "serving");
+    server.await.context("server failed")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+#[cfg(unix)]
+async fn wait_for_stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot listen for SIGTERM/SIGINT");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_stop_signal() {
+    let _ = tokio::signal::ctrl_c().await;
+}
