@@ -11,7 +11,7 @@
 //! - [`ci`]: the offline commands: `check` and its reports, `test`, `explain`.
 //!
 //! Adapters: [`server`] (HTTPS, TLS, metrics) and [`cli`] (commands, file inputs).
-#![forbid(unsafe_code)]
+#![forbid(unsafe_code)] // also in Cargo.toml's [lints], which covers the binary and tests
 
 pub mod k8s;
 

@@ -402,6 +402,35 @@ fn check_workloadspreads_against_their_targets() {
             (49, "error", "spec.targetRef"),
         ]
     );
+    // `check` and `/validate` apply the configured action alike: with warn, nothing fails.
+    let dir = temp_dir("ws-warn");
+    let rules = dir.join("rules.yaml");
+    std::fs::write(
+        &rules,
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  workloadSpread: {action: warn}\n",
+    )
+    .unwrap();
+    let r = run(
+        &[
+            "check",
+            "--rules",
+            rules.to_str().unwrap(),
+            "-o",
+            "json",
+            file,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let severities: Vec<&str> = v["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["rule"] == "workloadspread")
+        .map(|d| d["severity"].as_str().unwrap())
+        .collect();
+    assert_eq!(severities, ["warning", "warning", "warning"]);
 }
 
 #[test]

@@ -274,3 +274,75 @@ fn our_own_deployment_passes_our_check() {
     let report = checker.finish();
     assert!(report.diagnostics.is_empty(), "{:?}", report.diagnostics);
 }
+
+/// Whether a webhook's rules select this request (group, resource without subresource,
+/// operation), as the apiserver matches them before evaluating matchConditions.
+fn rules_select(webhook: &Value, req: &Value) -> bool {
+    let resource = match req["subResource"].as_str() {
+        Some(s) if !s.is_empty() => {
+            format!("{}/{s}", req["resource"]["resource"].as_str().unwrap())
+        }
+        _ => req["resource"]["resource"].as_str().unwrap().to_string(),
+    };
+    let has = |list: &Value, v: &str| list.as_array().unwrap().iter().any(|x| x == v || x == "*");
+    webhook["rules"].as_array().unwrap().iter().any(|r| {
+        has(&r["apiGroups"], req["resource"]["group"].as_str().unwrap())
+            && has(&r["resources"], &resource)
+            && has(&r["operations"], req["operation"].as_str().unwrap())
+    })
+}
+
+/// The rules' declared applicability and the hand-written webhook configuration must agree on
+/// every recorded request: the webhook sends nothing no rule applies to, and never skips a
+/// request on which the server would deny, warn or patch.
+#[test]
+fn webhook_configuration_agrees_with_the_rules_applicability() {
+    use placement_guard::admission::{review, Endpoint};
+    let objs = all_objects();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/admission-reviews");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    let rules = RuleSet::default();
+    let mut sent = 0;
+    for (config, endpoint, path) in [
+        (
+            "ValidatingWebhookConfiguration",
+            Endpoint::Validate,
+            "/validate",
+        ),
+        ("MutatingWebhookConfiguration", Endpoint::Mutate, "/mutate"),
+    ] {
+        let cfg = find(&objs, config)[0];
+        for name in &names {
+            let bytes = std::fs::read(format!("{dir}/{name}")).unwrap();
+            let body: Value = serde_json::from_slice(&bytes).unwrap();
+            let req = &body["request"];
+            let sends = cfg["webhooks"].as_array().unwrap().iter().any(|w| {
+                w["clientConfig"]["service"]["path"] == path
+                    && rules_select(w, req)
+                    && (w["matchConditions"].is_null()
+                        || matches(config, w["name"].as_str().unwrap(), name))
+            });
+            let r = review(&bytes, endpoint, &rules).unwrap();
+            let applies = !r.rules.is_empty();
+            let says_something = r
+                .verdict
+                .as_ref()
+                .is_some_and(|v| !v.allowed() || v.has_warnings() || !v.patches.is_empty());
+            if sends {
+                sent += 1;
+                assert!(applies, "{config} sends {name}, to which no rule applies");
+            }
+            assert!(
+                sends || !says_something,
+                "{config} skips {name}, on which {path} answers {:?}",
+                r.verdict
+            );
+        }
+    }
+    assert!(sent > 20, "only {sent} recorded requests are sent");
+}

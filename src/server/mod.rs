@@ -110,6 +110,16 @@ async fn handle(state: web::Data<State>, body: web::Bytes, endpoint: Endpoint) -
     } else {
         admission::review(&body, endpoint, &rules)
     };
+    answer(&state, endpoint, start, result)
+}
+
+/// The HTTP answer to a review, counted and logged.
+fn answer(
+    state: &State,
+    endpoint: Endpoint,
+    start: Instant,
+    result: Result<admission::Reviewed, ReviewError>,
+) -> HttpResponse {
     match result {
         Ok(r) => {
             let elapsed = start.elapsed();
@@ -336,4 +346,34 @@ async fn wait_for_stop_signal() {
 #[cfg(not(unix))]
 async fn wait_for_stop_signal() {
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body(r: HttpResponse) -> String {
+        let bytes = actix_web::body::to_bytes(r.into_body()).await.unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[actix_rt::test]
+    async fn our_faults_are_500_without_details_and_bad_input_is_400_with_the_reason() {
+        let state = State::new(RuleSet::default());
+        let fault = ReviewError::Internal("the patch does not apply".into());
+        let r = answer(&state, Endpoint::Mutate, Instant::now(), Err(fault));
+        assert_eq!(r.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body(r).await, "internal error; see the server's log");
+        let bad = ReviewError::BadRequest("AdmissionReview has no request".into());
+        let r = answer(&state, Endpoint::Validate, Instant::now(), Err(bad));
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(body(r).await, "AdmissionReview has no request");
+        let text = state.metrics.encode();
+        for want in [
+            r#"placement_guard_admission_requests_total{endpoint="mutate",rule="none",verdict="error"} 1"#,
+            r#"placement_guard_admission_requests_total{endpoint="validate",rule="none",verdict="bad_request"} 1"#,
+        ] {
+            assert!(text.contains(want), "missing {want}\n{text}");
+        }
+    }
 }
