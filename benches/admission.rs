@@ -1,6 +1,9 @@
 //! One review's cost per rule, and the cost of reading an AdmissionReview, on recorded bodies.
 //! Run with `cargo bench --bench admission`.
 
+// Test and benchmark helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use placement_guard::admission::{review, Endpoint};
 use placement_guard::rules::config::RuleSet;

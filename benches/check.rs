@@ -1,6 +1,9 @@
 //! `check` over the shared corpus of real manifests (../shared/corpus/real): files per second.
 //! Run with `cargo bench --bench check`; it reports nothing when the corpus is absent.
 
+// Test and benchmark helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

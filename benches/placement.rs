@@ -2,6 +2,9 @@
 //! 10 zones and 10,000 bound pods, plus a large cluster (5,000 nodes, 30 zones, 150,000 pods).
 //! Building the snapshot is measured separately. Run with `cargo bench --bench placement`.
 
+// Test and benchmark helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::{BTreeMap, HashMap};
 
 use criterion::{criterion_group, criterion_main, Criterion};

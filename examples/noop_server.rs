@@ -4,6 +4,9 @@
 //!
 //! cargo run --release --example noop_server -- 127.0.0.1:18444 2 /tmp/noop-cert
 
+// Test and benchmark helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use actix_web::{web, App, HttpResponse, HttpServer};
 
 // The server's allocator, so the ratio measures the server's work and not an allocator swap.

@@ -1,4 +1,7 @@
 //! Profiling driver: `valgrind --tool=callgrind target/release/examples/parse_cost 2000`.
+
+// Test and benchmark helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 fn main() {
     let n: usize = std::env::args()
         .nth(1)

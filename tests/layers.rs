@@ -1,6 +1,9 @@
 //! The layers of `src/`, top-down as `lib.rs` lists them: a pure layer imports no I/O, async,
 //! TLS, CLI or logging-backend crates, and no module of a layer below it.
 
+// Test and benchmark helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 /// Pure layers in order; each may use the ones before it.
 const LAYERS: [(&str, &[&str]); 6] = [
     ("k8s", &["src/k8s"]),

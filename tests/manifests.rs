@@ -1,6 +1,9 @@
 //! The deployment manifests: they parse, agree with the server's routes and ports, carry a rule
 //! file that loads, and their CEL matchConditions parse and select the right requests.
 
+// Test and benchmark helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::collections::BTreeSet;
 
 use placement_guard::k8s::manifest;

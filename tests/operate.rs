@@ -1,6 +1,9 @@
 //! Running in a cluster: metrics, certificate and rule-file reloads under a running server, and
 //! a graceful stop with a request in flight.
 
+// Test and benchmark helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
