@@ -5,34 +5,82 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-pub fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    if let Some(ml) = &sel.match_labels {
-        if !ml.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-            return false;
-        }
-    }
-    sel.match_expressions
-        .as_deref()
-        .unwrap_or(&[])
-        .iter()
-        .all(|r| {
-            let values = r.values.as_deref().unwrap_or(&[]);
-            let v = labels.get(&r.key);
-            match r.operator.as_str() {
-                "In" => v.is_some_and(|v| values.contains(v)),
-                "NotIn" => v.is_none_or(|v| !values.contains(v)),
-                "Exists" => v.is_some(),
-                "DoesNotExist" => v.is_none(),
-                _ => false,
-            }
-        })
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
 }
 
-pub fn optional_selector_matches(
-    sel: Option<&LabelSelector>,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    sel.is_some_and(|s| selector_matches(s, labels))
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Requirement {
+    key: String,
+    op: Op,
+    values: Vec<String>,
+}
+
+impl Requirement {
+    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        let v = labels.get(&self.key);
+        match self.op {
+            Op::In => v.is_some_and(|v| self.values.contains(v)),
+            Op::NotIn => v.is_none_or(|v| !self.values.contains(v)),
+            Op::Exists => v.is_some(),
+            Op::DoesNotExist => v.is_none(),
+        }
+    }
+}
+
+/// A label selector compiled once: operators parsed, `matchLabels` turned into `In`
+/// requirements. Matching cannot fail; a selector with an invalid operator matches nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selector(Option<Vec<Requirement>>);
+
+impl Selector {
+    pub fn compile(sel: &LabelSelector) -> Selector {
+        let mut reqs: Vec<Requirement> = sel
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| Requirement {
+                key: k.clone(),
+                op: Op::In,
+                values: vec![v.clone()],
+            })
+            .collect();
+        for r in sel.match_expressions.as_deref().unwrap_or(&[]) {
+            let op = match r.operator.as_str() {
+                "In" => Op::In,
+                "NotIn" => Op::NotIn,
+                "Exists" => Op::Exists,
+                "DoesNotExist" => Op::DoesNotExist,
+                _ => return Selector(None),
+            };
+            reqs.push(Requirement {
+                key: r.key.clone(),
+                op,
+                values: r.values.clone().unwrap_or_default(),
+            });
+        }
+        Selector(Some(reqs))
+    }
+
+    /// An absent selector, which matches nothing.
+    pub fn compile_optional(sel: Option<&LabelSelector>) -> Selector {
+        sel.map_or(Selector(None), Selector::compile)
+    }
+
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|reqs| reqs.iter().all(|r| r.matches(labels)))
+    }
+}
+
+/// Matches a selector used once; compile it with [`Selector::compile`] to use it often.
+pub fn selector_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    Selector::compile(sel).matches(labels)
 }
 
 #[cfg(test)]
@@ -113,6 +161,6 @@ mod tests {
         for (sel, want) in cases {
             assert_eq!(selector_matches(&sel, &labels), want, "{sel:?}");
         }
-        assert!(!optional_selector_matches(None, &labels));
+        assert!(!Selector::compile_optional(None).matches(&labels));
     }
 }

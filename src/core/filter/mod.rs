@@ -1,0 +1,213 @@
+//! kube-scheduler's Filter plugins for one incoming pod, one module each. [`PodState::new`] does
+//! every plugin's PreFilter work once (compiled selectors, counts per topology domain, matching
+//! pods per term); then [`PodState::filter`] checks a node cheaply. Reason strings are the
+//! scheduler's own.
+
+mod inter_pod_affinity;
+mod node_affinity;
+mod node_name;
+mod node_unschedulable;
+mod taint_toleration;
+mod topology_spread;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+
+use super::cluster::{Cluster, LabelSet};
+use crate::k8s::workload::PodTemplate;
+use inter_pod_affinity::InterPodAffinity;
+use node_affinity::NodeAffinity;
+use node_name::NodeName;
+use node_unschedulable::NodeUnschedulable;
+use taint_toleration::TaintToleration;
+use topology_spread::PodTopologySpread;
+
+pub const NODE_NAME: &str = "NodeName";
+pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";
+pub const NODE_AFFINITY: &str = "NodeAffinity";
+pub const TAINT_TOLERATION: &str = "TaintToleration";
+pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+
+pub const REASON_NODE_NAME: &str = "node(s) didn't match the requested node name";
+pub const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
+pub const REASON_NODE_AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
+pub const REASON_SPREAD: &str = "node(s) didn't match pod topology spread constraints";
+pub const REASON_SPREAD_MISSING_LABEL: &str =
+    "node(s) didn't match pod topology spread constraints (missing required label)";
+pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
+pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
+pub const REASON_EXISTING_ANTI_AFFINITY: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// One reason a node does not fit, with the plugin that said so.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Reason {
+    pub plugin: &'static str,
+    pub message: String,
+}
+
+/// A label selector with matchLabelKeys/mismatchLabelKeys merged in from the owner's labels.
+fn merged_selector(
+    sel: Option<&LabelSelector>,
+    match_keys: Option<&[String]>,
+    mismatch_keys: Option<&[String]>,
+    owner_labels: &BTreeMap<String, String>,
+) -> Option<LabelSelector> {
+    let mut sel = sel?.clone();
+    let mut add = |keys: Option<&[String]>, op: &str| {
+        for k in keys.unwrap_or(&[]) {
+            if let Some(v) = owner_labels.get(k) {
+                sel.match_expressions
+                    .get_or_insert_with(Vec::new)
+                    .push(LabelSelectorRequirement {
+                        key: k.clone(),
+                        operator: op.to_string(),
+                        values: Some(vec![v.clone()]),
+                    });
+            }
+        }
+    };
+    add(match_keys, "In");
+    add(mismatch_keys, "NotIn");
+    Some(sel)
+}
+
+/// Whether each label set of the snapshot satisfies a predicate, computed once.
+struct SetMatches(Vec<bool>);
+
+impl SetMatches {
+    fn new(cluster: &Cluster, f: impl Fn(&LabelSet) -> bool) -> SetMatches {
+        SetMatches(cluster.label_sets.iter().map(f).collect())
+    }
+
+    fn get(&self, set: usize) -> bool {
+        self.0.get(set).copied().unwrap_or(false)
+    }
+}
+
+/// Every plugin's state for the incoming pod.
+pub struct PodState<'a> {
+    cluster: &'a Cluster,
+    unschedulable: NodeUnschedulable,
+    node_name: NodeName<'a>,
+    taints: TaintToleration<'a>,
+    affinity: NodeAffinity,
+    spread: PodTopologySpread<'a>,
+    inter_pod: InterPodAffinity<'a>,
+}
+
+impl<'a> PodState<'a> {
+    /// PreFilter: `namespace` is the incoming pod's namespace.
+    pub fn new(cluster: &'a Cluster, pod: &'a PodTemplate, namespace: &str) -> PodState<'a> {
+        let labels = pod.template_meta().labels();
+        let spec = &pod.spec;
+        let taints = TaintToleration::new(spec.tolerations());
+        let affinity = NodeAffinity::new(spec);
+        let spread = PodTopologySpread::new(
+            cluster,
+            spec.spread_constraints(),
+            labels,
+            namespace,
+            &affinity,
+            &taints,
+        );
+        PodState {
+            cluster,
+            unschedulable: NodeUnschedulable::new(spec.tolerations()),
+            node_name: NodeName::new(spec.node_name.as_deref()),
+            taints,
+            affinity,
+            spread,
+            inter_pod: InterPodAffinity::new(cluster, spec, labels, namespace),
+        }
+    }
+
+    /// Filter: every plugin's reasons for node `i`, in the scheduler's plugin order. Empty means
+    /// the pod fits. (The scheduler itself stops at the first failing plugin; the summary does too.)
+    pub fn filter(&self, i: usize) -> Vec<Reason> {
+        let node = &self.cluster.nodes[i];
+        let mut out = Vec::new();
+        let mut say = |plugin, message: &str| {
+            out.push(Reason {
+                plugin,
+                message: message.to_string(),
+            })
+        };
+        if let Some(r) = self.unschedulable.filter(node) {
+            say(NODE_UNSCHEDULABLE, r);
+        }
+        if let Some(r) = self.node_name.filter(node) {
+            say(NODE_NAME, r);
+        }
+        if let Some(t) = self.taints.filter(node) {
+            say(
+                TAINT_TOLERATION,
+                &format!(
+                    "node(s) had untolerated taint {{{}: {}}}",
+                    t.key,
+                    t.value.as_deref().unwrap_or("")
+                ),
+            );
+        }
+        if let Some(r) = self.affinity.filter(node) {
+            say(NODE_AFFINITY, r);
+        }
+        if let Some(r) = self.spread.filter(node) {
+            say(POD_TOPOLOGY_SPREAD, r);
+        }
+        if let Some(r) = self.inter_pod.filter(node) {
+            say(INTER_POD_AFFINITY, r);
+        }
+        out
+    }
+}
+
+/// The outcome for every node.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct NodeResult {
+    pub name: String,
+    pub feasible: bool,
+    pub reasons: Vec<Reason>,
+}
+
+pub fn evaluate(cluster: &Cluster, pod: &PodTemplate, namespace: &str) -> Vec<NodeResult> {
+    let state = PodState::new(cluster, pod, namespace);
+    (0..cluster.nodes.len())
+        .map(|i| {
+            let reasons = state.filter(i);
+            NodeResult {
+                name: cluster.nodes[i].name.clone(),
+                feasible: reasons.is_empty(),
+                reasons,
+            }
+        })
+        .collect()
+}
+
+/// The scheduler's FitError text: `0/5 nodes are available: 2 node(s) had ..., 3 node(s) ....`
+/// Each node counts under the first plugin that rejected it, as in kube-scheduler.
+pub fn summary(results: &[NodeResult]) -> String {
+    let feasible = results.iter().filter(|r| r.feasible).count();
+    let mut hist: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in results.iter().filter(|r| !r.feasible) {
+        if let Some(first) = r.reasons.first() {
+            *hist.entry(first.message.as_str()).or_insert(0) += 1;
+        }
+    }
+    let mut parts: Vec<String> = hist.iter().map(|(m, n)| format!("{n} {m}")).collect();
+    parts.sort();
+    if parts.is_empty() {
+        format!("{feasible}/{} nodes are available.", results.len())
+    } else {
+        format!(
+            "{feasible}/{} nodes are available: {}.",
+            results.len(),
+            parts.join(", ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! PodTopologySpread: DoNotSchedule constraints, with the matching pods counted per topology
+//! domain once (PreFilter) and each node's skew checked against the global minimum (Filter).
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+
+use super::node_affinity::NodeAffinity;
+use super::taint_toleration::TaintToleration;
+use super::{merged_selector, SetMatches, REASON_SPREAD, REASON_SPREAD_MISSING_LABEL};
+use crate::core::cluster::{Cluster, Node};
+use crate::core::labels::Selector;
+
+/// A DoNotSchedule constraint with its counts per domain.
+struct Constraint<'a> {
+    key: &'a str,
+    max_skew: i64,
+    /// Whether the incoming pod matches its own selector (it then counts on the chosen node).
+    self_match: bool,
+    counts: HashMap<&'a str, i64>,
+    /// The global minimum, or `None` when no node is eligible.
+    min: Option<i64>,
+}
+
+pub(super) struct PodTopologySpread<'a> {
+    constraints: Vec<Constraint<'a>>,
+}
+
+impl<'a> PodTopologySpread<'a> {
+    pub(super) fn new(
+        cluster: &'a Cluster,
+        constraints: &'a [TopologySpreadConstraint],
+        pod_labels: &BTreeMap<String, String>,
+        namespace: &str,
+        affinity: &NodeAffinity,
+        taints: &TaintToleration,
+    ) -> PodTopologySpread<'a> {
+        let constraints: Vec<&TopologySpreadConstraint> = constraints
+            .iter()
+            .filter(|c| c.when_unsatisfiable == "DoNotSchedule")
+            .collect();
+        // A constraint without a selector counts no pods; constraints sharing a selector share
+        // one match cache over the snapshot's label sets.
+        let mut selectors: Vec<Selector> = Vec::new();
+        let mut caches: Vec<SetMatches> = Vec::new();
+        let mut cache_of: Vec<Option<usize>> = Vec::new();
+        let mut out: Vec<Constraint> = Vec::new();
+        for c in &constraints {
+            let selector = merged_selector(
+                c.label_selector.as_ref(),
+                c.match_label_keys.as_deref(),
+                None,
+                pod_labels,
+            )
+            .map(|s| Selector::compile(&s));
+            let cache = selector.as_ref().map(|sel| {
+                selectors.iter().position(|s| s == sel).unwrap_or_else(|| {
+                    caches.push(SetMatches::new(cluster, |set| {
+                        set.namespace == namespace && sel.matches(&set.labels)
+                    }));
+                    selectors.push(sel.clone());
+                    caches.len() - 1
+                })
+            });
+            cache_of.push(cache);
+            out.push(Constraint {
+                key: c.topology_key.as_str(),
+                max_skew: i64::from(c.max_skew),
+                self_match: selector.as_ref().is_some_and(|s| s.matches(pod_labels)),
+                counts: HashMap::new(),
+                min: None,
+            });
+        }
+        if !out.is_empty() {
+            for (i, node) in cluster.nodes.iter().enumerate() {
+                if !out.iter().all(|s| node.labels.contains_key(s.key)) {
+                    continue;
+                }
+                let mut affinity_ok = None;
+                let mut taints_ok = None;
+                for ((s, c), cache) in out.iter_mut().zip(&constraints).zip(&cache_of) {
+                    if c.node_affinity_policy.as_deref().unwrap_or("Honor") == "Honor"
+                        && !*affinity_ok.get_or_insert_with(|| affinity.matches(node))
+                    {
+                        continue;
+                    }
+                    if c.node_taints_policy.as_deref() == Some("Honor")
+                        && !*taints_ok.get_or_insert_with(|| taints.filter(node).is_none())
+                    {
+                        continue;
+                    }
+                    let count = cache.map_or(0, |c| {
+                        cluster.groups_by_node[i]
+                            .iter()
+                            .filter(|(set, _)| caches[c].get(*set))
+                            .map(|(_, n)| i64::from(*n))
+                            .sum()
+                    });
+                    let value = node.labels.get(s.key).map(String::as_str).unwrap_or("");
+                    *s.counts.entry(value).or_insert(0) += count;
+                }
+            }
+            for (s, c) in out.iter_mut().zip(&constraints) {
+                let domains = s.counts.len() as i64;
+                s.min = s.counts.values().min().copied();
+                // Fewer eligible domains than minDomains: the global minimum counts as 0.
+                if c.min_domains.is_some_and(|m| domains < i64::from(m)) {
+                    s.min = Some(0);
+                }
+            }
+        }
+        PodTopologySpread { constraints: out }
+    }
+
+    pub(super) fn filter(&self, node: &Node) -> Option<&'static str> {
+        if self
+            .constraints
+            .iter()
+            .any(|s| !node.labels.contains_key(s.key))
+        {
+            return Some(REASON_SPREAD_MISSING_LABEL);
+        }
+        for s in &self.constraints {
+            let Some(min) = s.min else { continue };
+            let value = node.labels.get(s.key).map(String::as_str).unwrap_or("");
+            let matched = s.counts.get(value).copied().unwrap_or(0);
+            let skew = matched + i64::from(s.self_match) - min;
+            if skew > s.max_skew {
+                return Some(REASON_SPREAD);
+            }
+        }
+        None
+    }
+}
