@@ -7,6 +7,7 @@ mod reader;
 use kube::core::admission::AdmissionResponse;
 use kube::core::{Status, TypeMeta};
 
+use crate::kruise::workloadspread::WorkloadSpread;
 use crate::rules::{
     self, Context, Input, Operation, Phase, RuleId, RuleSet, Subject, User, Verdict,
 };
@@ -142,11 +143,23 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
 }
 
 /// A WorkloadSpread the single pass kept raw.
-fn spread_of(slot: Slot, field: &str, op: Operation) -> Result<serde_json::Value, ReviewError> {
+fn spread_of(slot: Slot, field: &str, op: Operation) -> Result<WorkloadSpread, ReviewError> {
     match slot {
-        Slot::Raw(raw) => serde_json::from_str(raw.get()).map_err(|e| {
-            ReviewError::BadRequest(format!("request.{field}: cannot read WorkloadSpread: {e}"))
-        }),
+        Slot::Raw(raw) => {
+            let bad = |at: &str, e: &dyn std::fmt::Display| {
+                let at = if at.is_empty() || at == "." {
+                    String::new()
+                } else {
+                    format!(".{at}")
+                };
+                ReviewError::BadRequest(format!(
+                    "request.{field}{at}: cannot read WorkloadSpread: {e}"
+                ))
+            };
+            let value: serde_json::Value =
+                serde_json::from_str(raw.get()).map_err(|e| bad("", &e))?;
+            WorkloadSpread::from_value(&value).map_err(|e| bad(&e.path, &e.message))
+        }
         Slot::Absent => Err(ReviewError::BadRequest(format!(
             "request.{field} is required for {} of workloadspreads",
             op.as_str()

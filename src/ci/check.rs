@@ -219,7 +219,27 @@ impl Checker {
                     format!("{ns}/{}", name_of(v))
                 }
             );
-            let id = ws::target(v).map(|(g, k, n)| (g, k, ns.to_string(), n));
+            let spread = match ws::WorkloadSpread::from_value(v) {
+                Ok(s) => s,
+                Err(e) => {
+                    let on = Found {
+                        file,
+                        obj,
+                        object: &object,
+                    };
+                    let path = FieldPath::new(&e.path);
+                    let d = on.diagnostic(
+                        RULE_INVALID,
+                        Severity::Error,
+                        &path,
+                        format!("cannot read WorkloadSpread: {}", e.message),
+                        None,
+                    );
+                    self.report.diagnostics.push(d);
+                    continue;
+                }
+            };
+            let id = spread.target().map(|(g, k, n)| (g, k, ns.to_string(), n));
             let claimed_by = id.as_ref().and_then(|id| {
                 let first = claimed
                     .iter()
@@ -242,7 +262,7 @@ impl Checker {
                 operation: Operation::Create,
                 namespace: ns,
                 user: User::default(),
-                object: Subject::WorkloadSpread(v),
+                object: Subject::WorkloadSpread(&spread),
                 old_object: None,
                 context: Context {
                     spread_target: target,

@@ -178,16 +178,18 @@ pub fn workloadspread(
     cluster: Option<&Cluster>,
 ) -> Result<Value, ExplainError> {
     use crate::kruise::workloadspread as wsp;
-    let ws = &ws_objs
+    let raw = &ws_objs
         .first()
         .ok_or_else(|| ExplainError("no object in the WorkloadSpread file".into()))?
         .value;
-    if ws["kind"] != "WorkloadSpread" {
+    if raw["kind"] != "WorkloadSpread" {
         return Err(ExplainError(format!(
             "expected a WorkloadSpread, found {}",
-            ws["kind"]
+            raw["kind"]
         )));
     }
+    let ws = &wsp::WorkloadSpread::from_value(raw)
+        .map_err(|e| ExplainError(format!("cannot read the WorkloadSpread: {e}")))?;
     let w = &workload_objs
         .first()
         .ok_or_else(|| ExplainError("no object in the workload file".into()))?
@@ -244,7 +246,7 @@ pub fn workloadspread(
         subsets.push(entry);
     }
     Ok(json!({
-        "workloadSpread": ws["metadata"]["name"],
+        "workloadSpread": ws.name,
         "workload": format!("{kind} {}", w["metadata"]["name"].as_str().unwrap_or("")),
         "replicas": replicas,
         "overflow": dist.overflow,

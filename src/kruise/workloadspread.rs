@@ -4,13 +4,16 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, PreferredSchedulingTerm, Toleration};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::core::nodeselector::{pod_node_constraint, Term};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::model::PodSpec;
 use crate::k8s::validation::{validate_term, validate_toleration};
+use crate::k8s::workload::group_of;
 
 pub const GROUP: &str = crate::k8s::workload::KRUISE_GROUP;
 
@@ -42,6 +45,7 @@ fn warn(e: FieldError) -> Problem {
 }
 
 /// Field names that differ between versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Names {
     pub required: &'static str,
     pub preferred: &'static str,
@@ -71,19 +75,177 @@ const TARGETS: [(&str, &str); 6] = [
     ("batch", "Job"),
 ];
 
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map_or("", |(g, _)| g)
+/// A WorkloadSpread (v1alpha1 or v1beta1), with the fields Kruise reads; each subset's terms
+/// are read from the field names of the object's version.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadSpread {
+    pub api_version: String,
+    pub name: String,
+    pub namespace: String,
+    /// The field names of this version, for paths in errors.
+    pub names: Names,
+    pub target_ref: Option<TargetRef>,
+    pub subsets: Vec<Subset>,
+    pub schedule_strategy: ScheduleStrategy,
 }
 
-/// The target as (group, kind, name), when complete.
-pub fn target(ws: &Value) -> Option<(String, String, String)> {
-    let t = &ws["spec"]["targetRef"];
-    let (a, k, n) = (
-        t["apiVersion"].as_str()?,
-        t["kind"].as_str()?,
-        t["name"].as_str()?,
-    );
-    Some((group_of(a).to_string(), k.to_string(), n.to_string()))
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetRef {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Subset {
+    pub name: String,
+    pub required: Option<NodeSelectorTerm>,
+    pub preferred: Vec<PreferredSchedulingTerm>,
+    pub tolerations: Vec<Toleration>,
+    pub max_replicas: Option<IntOrString>,
+    /// A strategic-merge patch of the pod, kept as JSON.
+    pub patch: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleStrategy {
+    #[serde(default, rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub adaptive: Option<Adaptive>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Adaptive {
+    #[serde(default)]
+    pub reschedule_critical_seconds: Option<i64>,
+    #[serde(default)]
+    pub disable_simulation_schedule: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSpread {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    metadata: RawMeta,
+    #[serde(default)]
+    spec: RawSpec,
+}
+
+#[derive(Default, Deserialize)]
+struct RawMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSpec {
+    #[serde(default)]
+    target_ref: Option<TargetRef>,
+    #[serde(default)]
+    subsets: Option<Vec<RawSubset>>,
+    #[serde(default)]
+    schedule_strategy: Option<ScheduleStrategy>,
+}
+
+/// Both versions' field names; the object's version decides which are read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSubset {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    required_node_selector_term: Option<NodeSelectorTerm>,
+    #[serde(default)]
+    required_node_selector: Option<NodeSelectorTerm>,
+    #[serde(default)]
+    preferred_node_selector_terms: Option<Vec<PreferredSchedulingTerm>>,
+    #[serde(default)]
+    preferred_node_selector: Option<Vec<PreferredSchedulingTerm>>,
+    #[serde(default)]
+    tolerations: Option<Vec<Toleration>>,
+    #[serde(default)]
+    max_replicas: Option<IntOrString>,
+    #[serde(default)]
+    patch: Option<Value>,
+}
+
+/// A WorkloadSpread that cannot be read, with the JSON path where it failed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{path}: {message}")]
+pub struct ReadError {
+    pub path: String,
+    pub message: String,
+}
+
+impl WorkloadSpread {
+    pub fn from_value(v: &Value) -> Result<WorkloadSpread, ReadError> {
+        if !v.is_object() {
+            return Err(ReadError {
+                path: String::new(),
+                message: "expected a JSON object".to_string(),
+            });
+        }
+        let raw: RawSpread = serde_path_to_error::deserialize(v).map_err(|e| ReadError {
+            path: e.path().to_string(),
+            message: e.into_inner().to_string(),
+        })?;
+        let names = names(&raw.api_version);
+        let beta = names.required == "requiredNodeSelector";
+        let subsets = raw
+            .spec
+            .subsets
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| Subset {
+                name: s.name.unwrap_or_default(),
+                required: if beta {
+                    s.required_node_selector
+                } else {
+                    s.required_node_selector_term
+                },
+                preferred: if beta {
+                    s.preferred_node_selector
+                } else {
+                    s.preferred_node_selector_terms
+                }
+                .unwrap_or_default(),
+                tolerations: s.tolerations.unwrap_or_default(),
+                max_replicas: s.max_replicas,
+                patch: s.patch.filter(|p| !p.is_null()),
+            })
+            .collect();
+        Ok(WorkloadSpread {
+            api_version: raw.api_version,
+            name: raw.metadata.name.unwrap_or_default(),
+            namespace: raw.metadata.namespace.unwrap_or_default(),
+            names,
+            target_ref: raw.spec.target_ref,
+            subsets,
+            schedule_strategy: raw.spec.schedule_strategy.unwrap_or_default(),
+        })
+    }
+
+    /// The target as (group, kind, name), when complete.
+    pub fn target(&self) -> Option<(String, String, String)> {
+        let t = self.target_ref.as_ref()?;
+        Some((
+            group_of(&t.api_version).to_string(),
+            t.kind.clone(),
+            t.name.clone(),
+        ))
+    }
 }
 
 /// A maxReplicas value: an int, or a whole percentage.
@@ -103,93 +265,79 @@ impl Cap {
     }
 }
 
-fn parse_cap(v: &Value, path: &FieldPath, out: &mut Vec<Problem>) -> Option<Cap> {
+/// The JSON form of a maxReplicas value, for messages.
+fn cap_value(v: &IntOrString) -> Value {
     match v {
-        Value::Null => None,
-        Value::Number(n) => match n.as_i64() {
-            Some(i) if i >= 0 => Some(Cap::Count(i)),
-            _ => {
-                out.push(err(FieldError::invalid(
-                    path.clone(),
-                    v.clone(),
-                    "must be a non-negative integer",
-                )));
-                None
-            }
-        },
-        Value::String(s) => {
+        IntOrString::Int(i) => json!(i),
+        IntOrString::String(s) => json!(s),
+    }
+}
+
+fn parse_cap(v: &IntOrString, path: &FieldPath, out: &mut Vec<Problem>) -> Option<Cap> {
+    match v {
+        IntOrString::Int(i) if *i >= 0 => Some(Cap::Count(i64::from(*i))),
+        IntOrString::Int(_) => {
+            out.push(err(FieldError::invalid(
+                path.clone(),
+                cap_value(v),
+                "must be a non-negative integer",
+            )));
+            None
+        }
+        IntOrString::String(s) => {
             let pct = s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok());
             match pct {
                 Some(p) if (0..=100).contains(&p) => Some(Cap::Percent(p)),
                 _ => {
                     out.push(err(FieldError::invalid(
                         path.clone(),
-                        v.clone(),
+                        cap_value(v),
                         "must be a whole percentage between 0% and 100%, e.g. \"20%\"",
                     )));
                     None
                 }
             }
         }
-        other => {
-            out.push(err(FieldError::invalid(
-                path.clone(),
-                other.clone(),
-                "must be an integer or a percentage",
-            )));
-            None
-        }
     }
 }
 
-fn read<T: serde::de::DeserializeOwned + Default>(
-    v: &Value,
-    path: &FieldPath,
-    out: &mut Vec<Problem>,
-) -> T {
-    if v.is_null() {
-        return T::default();
-    }
-    match serde_json::from_value(v.clone()) {
-        Ok(t) => t,
-        Err(e) => {
-            out.push(err(FieldError::invalid(
-                path.clone(),
-                v.clone(),
-                e.to_string(),
-            )));
-            T::default()
-        }
-    }
+/// A subset's cap when it is well-formed.
+fn cap_of(s: &Subset) -> Option<Cap> {
+    s.max_replicas
+        .as_ref()
+        .and_then(|c| parse_cap(c, &FieldPath::root(), &mut Vec::new()))
 }
 
 /// Every problem of one WorkloadSpread on its own (what Kruise's webhook refuses), plus a
 /// warning for target kinds Kruise only accepts when whitelisted.
-pub fn validate(ws: &Value) -> Vec<Problem> {
+pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
     let mut out = Vec::new();
-    let api = ws["apiVersion"].as_str().unwrap_or("");
-    let n = names(api);
+    let n = ws.names;
     let spec = FieldPath::new("spec");
-    let s = &ws["spec"];
-
-    let tr = &s["targetRef"];
     let tp = spec.child("targetRef");
-    if !tr.is_object() {
-        out.push(err(FieldError::required(
+    match &ws.target_ref {
+        None => out.push(err(FieldError::required(
             tp.clone(),
             "the workload to spread: apiVersion, kind and name",
-        )));
-    } else {
-        for f in ["apiVersion", "kind", "name"] {
-            if tr[f].as_str().unwrap_or("").is_empty() {
-                out.push(err(FieldError::required(tp.child(f), "")));
+        ))),
+        Some(tr) => {
+            for (f, v) in [
+                ("apiVersion", &tr.api_version),
+                ("kind", &tr.kind),
+                ("name", &tr.name),
+            ] {
+                if v.is_empty() {
+                    out.push(err(FieldError::required(tp.child(f), "")));
+                }
             }
-        }
-        if let (Some(a), Some(k)) = (tr["apiVersion"].as_str(), tr["kind"].as_str()) {
-            if !a.is_empty() && !k.is_empty() && !TARGETS.contains(&(group_of(a), k)) {
+            let group = group_of(&tr.api_version);
+            if !tr.api_version.is_empty()
+                && !tr.kind.is_empty()
+                && !TARGETS.contains(&(group, tr.kind.as_str()))
+            {
                 out.push(warn(FieldError::not_supported(
                     tp.child("kind"),
-                    json!(format!("{k}.{}", group_of(a))),
+                    json!(format!("{}.{group}", tr.kind)),
                     &[
                         "Deployment.apps",
                         "ReplicaSet.apps",
@@ -202,65 +350,70 @@ pub fn validate(ws: &Value) -> Vec<Problem> {
             }
         }
     }
-    let target_is_statefulset = tr["kind"].as_str() == Some("StatefulSet");
+    let target_is_statefulset = ws
+        .target_ref
+        .as_ref()
+        .is_some_and(|t| t.kind == "StatefulSet");
 
-    let empty = Vec::new();
-    let subsets = s["subsets"].as_array().unwrap_or(&empty);
     let sp = spec.child("subsets");
-    if subsets.is_empty() {
+    if ws.subsets.is_empty() {
         out.push(err(FieldError::required(sp.clone(), "at least one subset")));
     }
     let mut seen = BTreeSet::new();
     let mut caps: Vec<Option<Cap>> = Vec::new();
-    for (i, sub) in subsets.iter().enumerate() {
+    for (i, sub) in ws.subsets.iter().enumerate() {
         let p = sp.index(i);
-        let name = sub["name"].as_str().unwrap_or("");
-        if name.is_empty() {
+        if sub.name.is_empty() {
             out.push(err(FieldError::required(p.child("name"), "")));
-        } else if !seen.insert(name.to_string()) {
-            out.push(err(FieldError::duplicate(p.child("name"), json!(name))));
+        } else if !seen.insert(sub.name.as_str()) {
+            out.push(err(FieldError::duplicate(p.child("name"), json!(sub.name))));
         }
-        let term: Option<NodeSelectorTerm> = read(&sub[n.required], &p.child(n.required), &mut out);
-        if let Some(t) = &term {
+        if let Some(t) = &sub.required {
             out.extend(validate_term(t, &p.child(n.required)).into_iter().map(err));
         }
-        let preferred: Vec<Value> = sub[n.preferred].as_array().cloned().unwrap_or_default();
-        for (j, pref) in preferred.iter().enumerate() {
+        for (j, pref) in sub.preferred.iter().enumerate() {
             let pp = p.child(n.preferred).index(j);
-            let w = pref["weight"].as_i64().unwrap_or(0);
-            if !(1..=100).contains(&w) {
+            if !(1..=100).contains(&pref.weight) {
                 out.push(err(FieldError::invalid(
                     pp.child("weight"),
-                    pref["weight"].clone(),
+                    json!(pref.weight),
                     "must be in the range 1-100",
                 )));
             }
-            let t: NodeSelectorTerm = read(&pref["preference"], &pp.child("preference"), &mut out);
             out.extend(
-                validate_term(&t, &pp.child("preference"))
+                validate_term(&pref.preference, &pp.child("preference"))
                     .into_iter()
                     .map(err),
             );
         }
-        let tolerations: Vec<Toleration> =
-            read(&sub["tolerations"], &p.child("tolerations"), &mut out);
-        for (j, t) in tolerations.iter().enumerate() {
+        for (j, t) in sub.tolerations.iter().enumerate() {
             out.extend(
                 validate_toleration(t, &p.child("tolerations").index(j))
                     .into_iter()
                     .map(err),
             );
         }
-        let cap = parse_cap(&sub["maxReplicas"], &p.child("maxReplicas"), &mut out);
-        if target_is_statefulset && matches!(cap, Some(Cap::Percent(_))) {
+        let cap = sub
+            .max_replicas
+            .as_ref()
+            .and_then(|c| parse_cap(c, &p.child("maxReplicas"), &mut out));
+        if let (true, Some(Cap::Percent(_)), Some(v)) =
+            (target_is_statefulset, cap, &sub.max_replicas)
+        {
             out.push(err(FieldError::invalid(
                 p.child("maxReplicas"),
-                sub["maxReplicas"].clone(),
+                cap_value(v),
                 "a StatefulSet target takes integer maxReplicas only",
             )));
         }
         caps.push(cap);
     }
+    let max_value = |i: usize| {
+        ws.subsets[i]
+            .max_replicas
+            .as_ref()
+            .map_or(Value::Null, cap_value)
+    };
     let set: Vec<(usize, Cap)> = caps
         .iter()
         .enumerate()
@@ -268,19 +421,16 @@ pub fn validate(ws: &Value) -> Vec<Problem> {
         .collect();
     let percents: Vec<i64> = set
         .iter()
-        .filter_map(|(_, c)| {
-            if let Cap::Percent(p) = c {
-                Some(*p)
-            } else {
-                None
-            }
+        .filter_map(|(_, c)| match c {
+            Cap::Percent(p) => Some(*p),
+            Cap::Count(_) => None,
         })
         .collect();
     if !percents.is_empty() && percents.len() != set.len() {
         if let Some((i, _)) = set.iter().find(|(_, c)| matches!(c, Cap::Count(_))) {
             out.push(err(FieldError::invalid(
                 sp.index(*i).child("maxReplicas"),
-                subsets[*i]["maxReplicas"].clone(),
+                max_value(*i),
                 "maxReplicas of all subsets must be of one type: all integers or all percentages",
             )));
         }
@@ -294,13 +444,17 @@ pub fn validate(ws: &Value) -> Vec<Problem> {
                 "the percentages of maxReplicas add up to more than 100%",
             )));
         } else if sum != 100 && !last_uncapped {
-            out.push(err(FieldError::invalid(sp.clone(), json!(format!("{sum}%")), "the percentages of maxReplicas must add up to 100% unless the last subset has no maxReplicas")));
+            out.push(err(FieldError::invalid(
+                sp.clone(),
+                json!(format!("{sum}%")),
+                "the percentages of maxReplicas must add up to 100% unless the last subset has no maxReplicas",
+            )));
         }
     }
 
-    let st = &s["scheduleStrategy"];
+    let st = &ws.schedule_strategy;
     let stp = spec.child("scheduleStrategy");
-    let kind = st["type"].as_str().unwrap_or("");
+    let kind = st.kind.as_str();
     if !["", "Fixed", "Adaptive"].contains(&kind) {
         out.push(err(FieldError::not_supported(
             stp.child("type"),
@@ -308,30 +462,32 @@ pub fn validate(ws: &Value) -> Vec<Problem> {
             &["Adaptive", "Fixed"],
         )));
     }
-    if !st["adaptive"].is_null() && kind != "Adaptive" {
+    if st.adaptive.is_some() && kind != "Adaptive" {
         out.push(err(FieldError::forbidden(
             stp.child("adaptive"),
             "only allowed when type is Adaptive",
         )));
     }
-    if kind == "Adaptive" && subsets.len() > 1 {
+    let count = ws.subsets.len();
+    if kind == "Adaptive" && count > 1 {
         if caps.last().is_some_and(Option::is_some) {
             out.push(err(FieldError::invalid(
-                sp.index(subsets.len() - 1).child("maxReplicas"),
-                subsets[subsets.len() - 1]["maxReplicas"].clone(),
+                sp.index(count - 1).child("maxReplicas"),
+                max_value(count - 1),
                 "with the Adaptive strategy the last subset takes the rest and has no maxReplicas",
             )));
         }
-        let limit = 295 / (subsets.len() as i64 - 1);
-        if let Some(secs) = st["adaptive"]["rescheduleCriticalSeconds"].as_i64() {
+        let limit = 295 / (count as i64 - 1);
+        if let Some(secs) = st
+            .adaptive
+            .as_ref()
+            .and_then(|a| a.reschedule_critical_seconds)
+        {
             if !(0..=limit).contains(&secs) {
                 out.push(err(FieldError::invalid(
                     stp.child("adaptive").child("rescheduleCriticalSeconds"),
                     json!(secs),
-                    format!(
-                        "must be between 0 and {limit} with {} subsets",
-                        subsets.len()
-                    ),
+                    format!("must be between 0 and {limit} with {count} subsets"),
                 )));
             }
         }
@@ -341,24 +497,11 @@ pub fn validate(ws: &Value) -> Vec<Problem> {
 
 /// The subsets' required terms, compiled (`None`: no term; `Some(None)`: an empty or invalid
 /// term, which matches no node).
-pub fn subset_terms(ws: &Value) -> Vec<(String, Option<Option<Term>>)> {
-    let n = names(ws["apiVersion"].as_str().unwrap_or(""));
-    ws["spec"]["subsets"]
-        .as_array()
-        .map(|subs| {
-            subs.iter()
-                .map(|s| {
-                    let name = s["name"].as_str().unwrap_or("").to_string();
-                    let term = (!s[n.required].is_null()).then(|| {
-                        serde_json::from_value::<NodeSelectorTerm>(s[n.required].clone())
-                            .ok()
-                            .and_then(|t| Term::from_api(&t))
-                    });
-                    (name, term)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+pub fn subset_terms(ws: &WorkloadSpread) -> Vec<(&str, Option<Option<Term>>)> {
+    ws.subsets
+        .iter()
+        .map(|s| (s.name.as_str(), s.required.as_ref().map(Term::from_api)))
+        .collect()
 }
 
 /// The target workload as the cross-checks need it.
@@ -369,8 +512,8 @@ pub struct Target<'a> {
 }
 
 /// Checks the subsets against the workload they inject into.
-pub fn cross_check(ws: &Value, target: &Target) -> Vec<Problem> {
-    let n = names(ws["apiVersion"].as_str().unwrap_or(""));
+pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
+    let n = ws.names;
     let sp = FieldPath::new("spec.subsets");
     let terms = subset_terms(ws);
     let raw_required = target.spec.required_node_selector_terms();
@@ -422,18 +565,7 @@ pub fn cross_check(ws: &Value, target: &Target) -> Vec<Problem> {
             }
         }
     }
-    let mut caps = Vec::new();
-    let subsets = ws["spec"]["subsets"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    for (i, s) in subsets.iter().enumerate() {
-        caps.push(parse_cap(
-            &s["maxReplicas"],
-            &sp.index(i).child("maxReplicas"),
-            &mut Vec::new(),
-        ));
-    }
+    let caps: Vec<Option<Cap>> = ws.subsets.iter().map(cap_of).collect();
     if let Some(replicas) = target.replicas {
         if !caps.is_empty() && caps.iter().all(Option::is_some) {
             let total: i64 = caps.iter().flatten().map(|c| c.pods(replicas)).sum();
@@ -469,17 +601,11 @@ pub struct Distribution {
 /// Distributes `replicas` fresh pods. StatefulSets map by ordinal through a running threshold;
 /// other kinds fill the first subset with room, in order. Percent caps are
 /// `ceil(p × replicas / 100)` per subset; a cap of 0 never takes a pod.
-pub fn distribute(ws: &Value, statefulset: bool, replicas: i64) -> Distribution {
-    let subsets = ws["spec"]["subsets"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+pub fn distribute(ws: &WorkloadSpread, statefulset: bool, replicas: i64) -> Distribution {
+    let subsets = &ws.subsets;
     let caps: Vec<Option<i64>> = subsets
         .iter()
-        .map(|s| {
-            parse_cap(&s["maxReplicas"], &FieldPath::root(), &mut Vec::new())
-                .map(|c| c.pods(replicas))
-        })
+        .map(|s| cap_of(s).map(|c| c.pods(replicas)))
         .collect();
     let mut pods = vec![0i64; subsets.len()];
     let mut overflow = 0;
@@ -508,7 +634,7 @@ pub fn distribute(ws: &Value, statefulset: bool, replicas: i64) -> Distribution 
             .zip(caps)
             .zip(pods)
             .map(|((s, cap), pods)| Share {
-                subset: s["name"].as_str().unwrap_or("").to_string(),
+                subset: s.name.clone(),
                 cap,
                 pods,
             })
@@ -588,29 +714,37 @@ pub fn strategic_merge(
     }
 }
 
+/// API values as JSON; they always serialize (string-keyed maps only).
+fn as_json<T: serde::Serialize>(v: &[T]) -> impl Iterator<Item = Value> + '_ {
+    v.iter()
+        .map(|x| serde_json::to_value(x).unwrap_or_default())
+}
+
 /// The pod template after Kruise's injection of one subset: tolerations appended, preferred
 /// terms appended, the required term ANDed into every existing required term (or set as the
 /// only term), nodeSelector untouched, then the subset's patch applied.
-pub fn inject(template: &Value, ws: &Value, subset: usize) -> (Value, Vec<String>) {
-    let n = names(ws["apiVersion"].as_str().unwrap_or(""));
-    let sub = &ws["spec"]["subsets"][subset];
+pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, Vec<String>) {
     let mut pod = template.clone();
+    let Some(sub) = ws.subsets.get(subset) else {
+        return (pod, Vec::new());
+    };
     if !pod["spec"].is_object() {
         pod["spec"] = json!({});
     }
     let spec = &mut pod["spec"];
-    if let Some(tols) = sub["tolerations"].as_array().filter(|t| !t.is_empty()) {
+    if !sub.tolerations.is_empty() {
         let list = spec["tolerations"].as_array().cloned().unwrap_or_default();
-        spec["tolerations"] = Value::Array(list.into_iter().chain(tols.iter().cloned()).collect());
+        spec["tolerations"] =
+            Value::Array(list.into_iter().chain(as_json(&sub.tolerations)).collect());
     }
     let na = &mut spec["affinity"]["nodeAffinity"];
-    if let Some(pref) = sub[n.preferred].as_array().filter(|p| !p.is_empty()) {
+    if !sub.preferred.is_empty() {
         let key = "preferredDuringSchedulingIgnoredDuringExecution";
         let list = na[key].as_array().cloned().unwrap_or_default();
-        na[key] = Value::Array(list.into_iter().chain(pref.iter().cloned()).collect());
+        na[key] = Value::Array(list.into_iter().chain(as_json(&sub.preferred)).collect());
     }
-    let req = &sub[n.required];
-    if req.is_object() {
+    if let Some(req) = &sub.required {
+        let req = serde_json::to_value(req).unwrap_or_default();
         let terms = &mut na["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
         match terms.as_array_mut().filter(|t| !t.is_empty()) {
             Some(list) => {
@@ -641,8 +775,8 @@ pub fn inject(template: &Value, ws: &Value, subset: usize) -> (Value, Vec<String
         }
     }
     let mut unsupported = Vec::new();
-    if !sub["patch"].is_null() {
-        strategic_merge(&mut pod, &sub["patch"], "", &mut unsupported);
+    if let Some(patch) = &sub.patch {
+        strategic_merge(&mut pod, patch, "", &mut unsupported);
     }
     (pod, unsupported)
 }

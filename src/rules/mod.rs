@@ -85,7 +85,7 @@ pub struct Request {
 #[derive(Clone, Copy, Debug)]
 pub enum Subject<'a> {
     Template(&'a PodTemplate),
-    WorkloadSpread(&'a serde_json::Value),
+    WorkloadSpread(&'a crate::kruise::workloadspread::WorkloadSpread),
 }
 
 impl Subject<'_> {

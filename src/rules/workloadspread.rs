@@ -58,7 +58,7 @@ impl Rule for WorkloadSpreadRule {
         if let Some(first) = input.context.spread_claimed_by {
             let mut e = FieldError::duplicate(
                 FieldPath::new("spec.targetRef"),
-                match ws::target(spread) {
+                match spread.target() {
                     Some((g, k, n)) => json!(format!("{k}.{g} {n}")),
                     None => json!(null),
                 },

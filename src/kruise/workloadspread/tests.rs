@@ -21,11 +21,53 @@ fn zone(z: &str) -> Value {
     json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": [z]}]})
 }
 
+fn typed(v: &Value) -> WorkloadSpread {
+    WorkloadSpread::from_value(v).unwrap()
+}
+
 fn errors(v: &Value) -> Vec<String> {
-    validate(v)
+    validate(&typed(v))
         .iter()
         .map(|p| format!("{:?} {}", p.level, p.error))
         .collect()
+}
+
+#[test]
+fn objects_that_cannot_be_read_name_the_field() {
+    let mut bad = ws(
+        "v1alpha1",
+        json!([{"name": "a", "maxReplicas": [1]}]),
+        json!({}),
+    );
+    let e = WorkloadSpread::from_value(&bad).unwrap_err();
+    assert_eq!(e.path, "spec.subsets[0].maxReplicas");
+    bad["spec"]["subsets"] = json!("a");
+    assert_eq!(
+        WorkloadSpread::from_value(&bad).unwrap_err().path,
+        "spec.subsets"
+    );
+    assert!(WorkloadSpread::from_value(&json!([1])).is_err());
+}
+
+#[test]
+fn each_version_reads_its_own_field_names() {
+    let term = zone("a");
+    let v = ws(
+        "v1beta1",
+        json!([{"name": "a", "requiredNodeSelectorTerm": term}]),
+        json!({}),
+    );
+    assert_eq!(
+        typed(&v).subsets[0].required,
+        None,
+        "a v1alpha1 name in a v1beta1 object"
+    );
+    let v = ws(
+        "v1beta1",
+        json!([{"name": "a", "requiredNodeSelector": term}]),
+        json!({}),
+    );
+    assert!(typed(&v).subsets[0].required.is_some());
 }
 
 #[test]
@@ -154,7 +196,7 @@ fn validation_table() {
 fn cross(v: &Value, spec: Value, replicas: Option<i64>) -> Vec<String> {
     let spec: PodSpec = serde_json::from_value(spec).unwrap();
     cross_check(
-        v,
+        &typed(v),
         &Target {
             spec: &spec,
             replicas,
@@ -326,7 +368,7 @@ fn distribution_follows_kruise() {
     ];
     for (name, caps, sts, replicas, want, overflow) in cases {
         assert_eq!(
-            shares(&distribute(&spread(caps), sts, replicas)),
+            shares(&distribute(&typed(&spread(caps)), sts, replicas)),
             (want, overflow),
             "{name}"
         );
@@ -357,11 +399,11 @@ fn injection_ands_the_subset_term_and_applies_the_patch() {
             "containers": [{"name": "app", "image": "web"}, {"name": "sidecar", "image": "s"}]
         }
     });
-    let (pod, unsupported) = inject(&template, &spread, 0);
+    let (pod, unsupported) = inject(&template, &typed(&spread), 0);
     insta::assert_json_snapshot!(pod);
     assert_eq!(unsupported, vec!["spec.$setElementOrder/containers"]);
     // A pod without required affinity gets the subset term as its only term.
-    let (pod, _) = inject(&json!({"spec": {}}), &spread, 0);
+    let (pod, _) = inject(&json!({"spec": {}}), &typed(&spread), 0);
     assert_eq!(
         pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
             ["nodeSelectorTerms"],
