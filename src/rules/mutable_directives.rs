@@ -352,25 +352,6 @@ fn to_value<T: serde::Serialize>(v: &T) -> Value {
 }
 
 /// The API requirements of a term, labels then fields, for display.
-fn term_requirements(t: &NodeSelectorTerm) -> Vec<Requirement> {
-    let conv = |rs: &Option<Vec<NodeSelectorRequirement>>, src| {
-        rs.as_deref()
-            .unwrap_or(&[])
-            .iter()
-            .map(move |r| Requirement {
-                source: src,
-                key: r.key.clone(),
-                op: crate::core::nodeselector::Operator::parse(&r.operator)
-                    .unwrap_or(crate::core::nodeselector::Operator::In),
-                values: r.values.clone().unwrap_or_default(),
-            })
-            .collect::<Vec<_>>()
-    };
-    let mut out = conv(&t.match_expressions, Source::Label);
-    out.extend(conv(&t.match_fields, Source::Field));
-    out
-}
-
 fn quote_reqs(reqs: &[Requirement]) -> String {
     reqs.iter()
         .map(|r| {
@@ -450,8 +431,11 @@ fn terms_count_hint(
 ) -> (String, String) {
     let (o, n) = (old.len(), new.len());
     if tightening {
-        if let [only] = new {
-            let reqs = quote_reqs(&term_requirements(only));
+        if let Some(only) = <&[_; 1]>::try_from(new)
+            .ok()
+            .and_then(|[t]| Term::from_api(t))
+        {
+            let reqs = quote_reqs(&only.requirements);
             return (
                 format!("this narrows the {o} term(s) to {n} (a tightening), but the number of terms of a gated pod is fixed; append {reqs} to each of the {o} existing term(s) instead, which selects the same nodes"),
                 format!("nodeSelectorTerms narrowed from {o} terms to {n}; append {reqs} to each existing term instead"),
@@ -477,20 +461,21 @@ fn terms_count_hint(
 
 /// The hint and the one-line explanation for a rewritten term.
 fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> (String, String) {
-    let old_reqs = term_requirements(old);
-    let new_reqs = term_requirements(new);
-    if old_reqs.is_empty() {
+    // The apiserver never stores an invalid operator, so an old term that matches no node is
+    // an empty one.
+    let Some(old_term) = Term::from_api(old) else {
         return (
             format!("nodeSelectorTerms[{i}] was empty (it matches no node) and can never be changed while gated"),
             format!("nodeSelectorTerms[{i}] was empty (matches no node) and cannot change while gated"),
         );
-    }
-    let old_term = Term {
-        requirements: old_reqs.clone(),
     };
-    let new_term = Term {
-        requirements: new_reqs.clone(),
+    let Some(new_term) = Term::from_api(new) else {
+        return (
+            format!("nodeSelectorTerms[{i}] becomes a term that matches no node (empty, or with an unknown operator); keep \"{old_term}\" as its first requirements and append new ones"),
+            format!("nodeSelectorTerms[{i}] becomes a term that matches no node; keep \"{old_term}\" and append to it"),
+        );
     };
+    let (old_reqs, new_reqs) = (&old_term.requirements, &new_term.requirements);
     let rewritten = format!("nodeSelectorTerms[{i}] rewrites \"{old_term}\" as \"{new_term}\"");
     let narrower = new_term.implies(&old_term);
     if narrower && old_term.implies(&new_term) {
@@ -505,8 +490,7 @@ fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> (Strin
             .filter(|r| !old_reqs.contains(r))
             .cloned()
             .collect();
-        let extra = if extra.is_empty() { new_reqs } else { extra };
-        let extra = quote_reqs(&extra);
+        let extra = quote_reqs(if extra.is_empty() { new_reqs } else { &extra });
         (
             format!("{rewritten}, a tightening; append the requirement(s) {extra} to the term instead, keeping the existing ones first and unchanged"),
             format!("{rewritten}; append the requirement {extra} to the term instead"),

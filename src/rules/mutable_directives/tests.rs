@@ -473,6 +473,15 @@ fn refused_updates_explain_the_legal_form() {
             json!({"tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}),
             json!({}),
         ),
+        (
+            "term rewritten with an unknown operator",
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))}),
+            ),
+            gated(
+                json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "Within", &["a"])]}]))}),
+            ),
+        ),
     ];
     let mut out = String::new();
     for (name, old, new) in cases {
