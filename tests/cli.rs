@@ -134,6 +134,15 @@ fn print_defaults_round_trips() {
 }
 
 #[test]
+fn rules_list_names_every_rule_with_its_default() {
+    let r = run(&["rules", "--list"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!(r.stdout);
+    let r = run(&["rules"], None);
+    assert_eq!(r.code, 2);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let r = run(&["serve", "--tls-cert", "x.pem"], None);
     assert_eq!(r.code, 2);

@@ -1,5 +1,5 @@
-//! The command line: `serve`, `review` and `rules`. Exit codes: 0 allowed/clean, 1 denied or
-//! findings, 2 unusable input or usage.
+//! The command line: `serve`, `review`, `check`, `test`, `explain` and `rules`. Exit codes: 0
+//! allowed/clean, 1 denied or findings, 2 unusable input or usage.
 
 pub mod inputs;
 
@@ -165,9 +165,28 @@ pub enum Command {
     /// Rule file helpers.
     Rules {
         /// Print the built-in rule file.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "list")]
         print_defaults: bool,
+        /// List the rules: id, what the built-in rule file does with a finding, and summary.
+        #[arg(long)]
+        list: bool,
     },
+}
+
+/// `rules --list`: one line per rule id, from the registry.
+fn rules_table() -> String {
+    let rules: Vec<_> = crate::rules::all_rules().collect();
+    let width = rules.iter().map(|m| m.id.as_str().len()).max().unwrap_or(0);
+    let mut out = format!("{:width$}  {:7}  SUMMARY\n", "RULE", "DEFAULT");
+    for m in rules {
+        out.push_str(&format!(
+            "{:width$}  {:7}  {}\n",
+            m.id.as_str(),
+            m.default_action,
+            m.summary
+        ));
+    }
+    out
 }
 
 fn load_rules(path: Option<&PathBuf>) -> Result<RuleSet, String> {
@@ -324,12 +343,18 @@ pub fn run() -> ExitCode {
             (_, _, Some(pod), Some(cluster)) => run_explain(&cluster, &pod, output),
             _ => fail("give --cluster and --pod, or --workloadspread and --workload"),
         },
-        Command::Rules { print_defaults } => {
+        Command::Rules {
+            print_defaults,
+            list,
+        } => {
             if print_defaults {
                 print!("{DEFAULT_RULES_YAML}");
                 ExitCode::SUCCESS
+            } else if list {
+                print!("{}", rules_table());
+                ExitCode::SUCCESS
             } else {
-                fail("nothing to do: use rules --print-defaults")
+                fail("nothing to do: use rules --list or rules --print-defaults")
             }
         }
     }

@@ -57,10 +57,6 @@ impl FieldPath {
         FieldPath(v)
     }
 
-    pub fn is_root(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// The last field name before the first list index: the key a YAML reader can point at
     /// for errors inside a list (`allowedUsers` of `spec.x.allowedUsers[0]`).
     pub fn anchor_field(&self) -> Option<&str> {

@@ -111,14 +111,6 @@ impl ObjectMeta {
     pub fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations.as_ref()?.get(key).map(String::as_str)
     }
-
-    /// `name`, else `generateName` (pods of a ReplicaSet have only that at CREATE).
-    pub fn display_name(&self) -> &str {
-        self.name
-            .as_deref()
-            .or(self.generate_name.as_deref())
-            .unwrap_or("")
-    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
