@@ -338,7 +338,7 @@ fn explain_prints_the_schedulers_verdict() {
         None,
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.starts_with("1/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 node(s) didn't match pod topology spread constraints.\n"), "{}", r.stdout);
+    assert!(r.stdout.starts_with("1/4 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match pod topology spread constraints.\n"), "{}", r.stdout);
     let r = run(
         &[
             "explain",

@@ -144,7 +144,10 @@ pub fn text(results: &[NodeResult]) -> String {
         let reasons: Vec<String> = r
             .reasons
             .iter()
-            .map(|x| format!("{}: {}", x.plugin, x.message))
+            .map(|x| match &x.detail {
+                Some(d) => format!("{}: {} ({d})", x.plugin, x.message),
+                None => format!("{}: {}", x.plugin, x.message),
+            })
             .collect();
         let _ = writeln!(
             out,

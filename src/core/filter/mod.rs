@@ -40,12 +40,40 @@ pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
 pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
 pub const REASON_EXISTING_ANTI_AFFINITY: &str =
     "node(s) didn't satisfy existing pods anti-affinity rules";
+/// Since v1.35 the taint's key and value are only logged, not reported.
+pub const REASON_TAINT: &str = "node(s) had untolerated taint(s)";
+/// NodeAffinity's PreFilter: the nodes its `metadata.name` terms name are the only candidates.
+pub const REASON_NOT_NAMED: &str = "node(s) didn't satisfy plugin(s) [NodeAffinity]";
+/// NodeAffinity's PreFilter: the terms name no node in common.
+pub const REASON_NAMES_CONFLICT: &str = "pod affinity terms conflict";
+/// The scheduler's message when the snapshot has no node at all.
+pub const NO_NODES: &str = "no nodes available to schedule pods";
+/// The Kubernetes version whose kube-scheduler wording the reasons and the summary follow.
+pub const SCHEDULER_VERSION: &str = "v1.36";
 
 /// One reason a node does not fit, with the plugin that said so.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Reason {
     pub plugin: &'static str,
+    /// The scheduler's own reason string, as counted in its summary.
     pub message: String,
+    /// What the scheduler only logs (the untolerated taint), for the per-node table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The pod was refused in PreFilter, before any node was looked at.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub prefilter: bool,
+}
+
+impl Reason {
+    fn new(plugin: &'static str, message: &str) -> Reason {
+        Reason {
+            plugin,
+            message: message.to_string(),
+            detail: None,
+            prefilter: false,
+        }
+    }
 }
 
 /// A label selector with matchLabelKeys/mismatchLabelKeys merged in from the owner's labels.
@@ -128,37 +156,41 @@ impl<'a> PodState<'a> {
     /// the pod fits. (The scheduler itself stops at the first failing plugin; the summary does too.)
     pub fn filter(&self, i: usize) -> Vec<Reason> {
         let node = &self.cluster.nodes[i];
+        // NodeAffinity's PreFilter result: other plugins never see the nodes it leaves out.
+        match self.affinity.candidates() {
+            Some(names) if names.is_empty() => {
+                return vec![Reason {
+                    prefilter: true,
+                    ..Reason::new(NODE_AFFINITY, REASON_NAMES_CONFLICT)
+                }]
+            }
+            Some(names) if !names.contains(&node.name) => {
+                return vec![Reason::new(NODE_AFFINITY, REASON_NOT_NAMED)]
+            }
+            _ => {}
+        }
         let mut out = Vec::new();
-        let mut say = |plugin, message: &str| {
-            out.push(Reason {
-                plugin,
-                message: message.to_string(),
-            })
-        };
         if let Some(r) = self.unschedulable.filter(node) {
-            say(NODE_UNSCHEDULABLE, r);
+            out.push(Reason::new(NODE_UNSCHEDULABLE, r));
         }
         if let Some(r) = self.node_name.filter(node) {
-            say(NODE_NAME, r);
+            out.push(Reason::new(NODE_NAME, r));
         }
         if let Some(t) = self.taints.filter(node) {
-            say(
-                TAINT_TOLERATION,
-                &format!(
-                    "node(s) had untolerated taint {{{}: {}}}",
-                    t.key,
-                    t.value.as_deref().unwrap_or("")
-                ),
-            );
+            let value = t.value.as_deref().unwrap_or("");
+            out.push(Reason {
+                detail: Some(format!("{}={value}:{}", t.key, t.effect)),
+                ..Reason::new(TAINT_TOLERATION, REASON_TAINT)
+            });
         }
         if let Some(r) = self.affinity.filter(node) {
-            say(NODE_AFFINITY, r);
+            out.push(Reason::new(NODE_AFFINITY, r));
         }
         if let Some(r) = self.spread.filter(node) {
-            say(POD_TOPOLOGY_SPREAD, r);
+            out.push(Reason::new(POD_TOPOLOGY_SPREAD, r));
         }
         if let Some(r) = self.inter_pod.filter(node) {
-            say(INTER_POD_AFFINITY, r);
+            out.push(Reason::new(INTER_POD_AFFINITY, r));
         }
         out
     }
@@ -186,24 +218,34 @@ pub fn evaluate(cluster: &Cluster, pod: &PodTemplate, namespace: &str) -> Vec<No
         .collect()
 }
 
-/// The scheduler's FitError text: `0/5 nodes are available: 2 node(s) had ..., 3 node(s) ....`
-/// Each node counts under the first plugin that rejected it, as in kube-scheduler.
+/// The scheduler's FitError text when no node fits: `0/5 nodes are available: 2 node(s) had
+/// ..., 3 node(s) ....` Each node counts every reason of the first plugin that rejected it, and
+/// the entries are sorted as whole strings, as kube-scheduler does; its preemption suffix is left
+/// out. kube-scheduler writes nothing when a node fits; then the first number says how many do.
 pub fn summary(results: &[NodeResult]) -> String {
+    if results.is_empty() {
+        return NO_NODES.to_string();
+    }
     let feasible = results.iter().filter(|r| r.feasible).count();
+    let total = results.len();
+    let rejected = || results.iter().filter(|r| !r.feasible);
+    if let Some(r) = rejected().flat_map(|r| &r.reasons).find(|r| r.prefilter) {
+        return format!("{feasible}/{total} nodes are available: {}.", r.message);
+    }
     let mut hist: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in results.iter().filter(|r| !r.feasible) {
-        if let Some(first) = r.reasons.first() {
-            *hist.entry(first.message.as_str()).or_insert(0) += 1;
+    for r in rejected() {
+        let first = r.reasons.first().map(|x| x.plugin);
+        for reason in r.reasons.iter().take_while(|x| Some(x.plugin) == first) {
+            *hist.entry(reason.message.as_str()).or_insert(0) += 1;
         }
     }
     let mut parts: Vec<String> = hist.iter().map(|(m, n)| format!("{n} {m}")).collect();
     parts.sort();
     if parts.is_empty() {
-        format!("{feasible}/{} nodes are available.", results.len())
+        format!("{feasible}/{total} nodes are available.")
     } else {
         format!(
-            "{feasible}/{} nodes are available: {}.",
-            results.len(),
+            "{feasible}/{total} nodes are available: {}.",
             parts.join(", ")
         )
     }

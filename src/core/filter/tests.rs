@@ -274,13 +274,18 @@ fn taints_and_tolerations() {
         "PreferNoSchedule never blocks"
     );
     let results = evaluate(&c, &none, "default");
+    // v1.35+: the summary has no taint; our per-node reason keeps it as a detail.
     assert_eq!(
         results[0].reasons[0].message,
-        "node(s) had untolerated taint {dedicated: gpu}"
+        "node(s) had untolerated taint(s)"
+    );
+    assert_eq!(
+        results[0].reasons[0].detail.as_deref(),
+        Some("dedicated=gpu:NoSchedule")
     );
     assert_eq!(
         summary(&results),
-        "2/4 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 1 node(s) had untolerated taint {maintenance: }."
+        "2/4 nodes are available: 2 node(s) had untolerated taint(s)."
     );
     let tolerant = pod(
         json!({}),
@@ -398,10 +403,10 @@ fn inter_pod_affinity_and_anti_affinity() {
     let results = evaluate(&c, &web, "default");
     assert_eq!(
         results[2].reasons,
-        vec![Reason {
-            plugin: INTER_POD_AFFINITY,
-            message: REASON_EXISTING_ANTI_AFFINITY.into()
-        }]
+        vec![Reason::new(
+            INTER_POD_AFFINITY,
+            REASON_EXISTING_ANTI_AFFINITY
+        )]
     );
     // ... but only for pods its term selects.
     assert_eq!(
@@ -518,4 +523,163 @@ fn topology_spread_details() {
         json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({"nodeTaintsPolicy": "Honor"}))]}),
     );
     assert_eq!(feasible(&c, &honor), names(&["a1", "c1"]));
+}
+
+/// The summary line in kube-scheduler's words (FitError.Error, v1.36): every reason string as
+/// upstream spells it, the histogram sorted as whole strings, and the special cases.
+#[test]
+fn summary_wording_follows_the_scheduler() {
+    assert_eq!(SCHEDULER_VERSION, "v1.36");
+    let pinned = [
+        (
+            REASON_NODE_NAME,
+            "node(s) didn't match the requested node name",
+        ),
+        (REASON_UNSCHEDULABLE, "node(s) were unschedulable"),
+        (REASON_TAINT, "node(s) had untolerated taint(s)"),
+        (
+            REASON_NODE_AFFINITY,
+            "node(s) didn't match Pod's node affinity/selector",
+        ),
+        (
+            REASON_NOT_NAMED,
+            "node(s) didn't satisfy plugin(s) [NodeAffinity]",
+        ),
+        (REASON_NAMES_CONFLICT, "pod affinity terms conflict"),
+        (
+            REASON_SPREAD,
+            "node(s) didn't match pod topology spread constraints",
+        ),
+        (
+            REASON_SPREAD_MISSING_LABEL,
+            "node(s) didn't match pod topology spread constraints (missing required label)",
+        ),
+        (REASON_AFFINITY, "node(s) didn't match pod affinity rules"),
+        (
+            REASON_ANTI_AFFINITY,
+            "node(s) didn't match pod anti-affinity rules",
+        ),
+        (
+            REASON_EXISTING_ANTI_AFFINITY,
+            "node(s) didn't satisfy existing pods anti-affinity rules",
+        ),
+        (NO_NODES, "no nodes available to schedule pods"),
+    ];
+    for (ours, upstream) in pinned {
+        assert_eq!(ours, upstream);
+    }
+    let empty = cluster(vec![], vec![]);
+    let p = pod(json!({}), json!({}));
+    assert_eq!(summary(&evaluate(&empty, &p, "default")), NO_NODES);
+
+    // sort.Strings over "<count> <reason>": "10 ..." sorts before "2 ...".
+    let mut nodes: Vec<Node> = (0..10)
+        .map(|i| tainted(node(&format!("t{i}"), &[]), "k", "v", "NoSchedule"))
+        .collect();
+    nodes.push(Node {
+        unschedulable: true,
+        ..node("cordoned-1", &[])
+    });
+    nodes.push(Node {
+        unschedulable: true,
+        ..node("cordoned-2", &[])
+    });
+    let c = cluster(nodes, vec![]);
+    assert_eq!(
+        summary(&evaluate(&c, &p, "default")),
+        "0/12 nodes are available: 10 node(s) had untolerated taint(s), 2 node(s) were unschedulable."
+    );
+}
+
+/// NodeAffinity's PreFilter: terms that name nodes (as DaemonSet pods do) make the other nodes
+/// "didn't satisfy plugin(s) [NodeAffinity]", whatever else is wrong with them.
+#[test]
+fn terms_naming_nodes_prefilter_the_candidates() {
+    let named = |names: &[&[&str]]| {
+        let terms: Vec<Value> = names
+            .iter()
+            .map(|n| json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": n}]}))
+            .collect();
+        pod(
+            json!({}),
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}),
+        )
+    };
+    let c = cluster(
+        vec![
+            node("n1", &[]),
+            tainted(node("n2", &[]), "k", "v", "NoSchedule"),
+            node("n3", &[]),
+        ],
+        vec![],
+    );
+    let ds = named(&[&["n1"]]);
+    assert_eq!(feasible(&c, &ds), names(&["n1"]));
+    assert_eq!(
+        summary(&evaluate(&c, &named(&[&["n2"]]), "default")),
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    );
+    assert_eq!(
+        summary(&evaluate(&c, &named(&[&["n1", "n2"], &["n3"]]), "default")),
+        "2/3 nodes are available: 1 node(s) had untolerated taint(s)."
+    );
+    // Within a term the named sets intersect; empty everywhere is a PreFilter rejection.
+    let conflict = pod(
+        json!({}),
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["n1"]},
+                {"key": "metadata.name", "operator": "In", "values": ["n2"]}
+            ]}
+        ]}}}}),
+    );
+    assert_eq!(
+        summary(&evaluate(&c, &conflict, "default")),
+        "0/3 nodes are available: pod affinity terms conflict."
+    );
+    // A term that names no node leaves every node a candidate.
+    let mixed = pod(
+        json!({}),
+        json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
+            {"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}
+        ]}}}}),
+    );
+    assert_eq!(feasible(&c, &mixed), names(&["n1", "n3"]));
+}
+
+/// Constraints are checked in order: a skew failure of the first wins over a missing key of a
+/// later one.
+#[test]
+fn spread_constraints_are_checked_in_order() {
+    let web = json!({"labelSelector": {"matchLabels": {"app": "web"}}});
+    let c = cluster(
+        vec![
+            node("a1", &[(ZONE, "a"), ("rack", "r1")]),
+            node("a2", &[(ZONE, "a")]),
+            node("b1", &[(ZONE, "b"), ("rack", "r2")]),
+        ],
+        vec![
+            ("a1", bound("default", &[("app", "web")])),
+            ("a1", bound("default", &[("app", "web")])),
+        ],
+    );
+    let both = pod(
+        json!({"app": "web"}),
+        json!({"topologySpreadConstraints": [spread(ZONE, 1, web.clone()), spread("rack", 1, web.clone())]}),
+    );
+    let results = evaluate(&c, &both, "default");
+    assert_eq!(
+        results[1].reasons[0].message, REASON_SPREAD,
+        "a2: zone skew first"
+    );
+    let swapped = pod(
+        json!({"app": "web"}),
+        json!({"topologySpreadConstraints": [spread("rack", 1, web.clone()), spread(ZONE, 1, web)]}),
+    );
+    let results = evaluate(&c, &swapped, "default");
+    assert_eq!(
+        results[1].reasons[0].message, REASON_SPREAD_MISSING_LABEL,
+        "a2: no rack first"
+    );
 }

@@ -112,18 +112,15 @@ impl<'a> PodTopologySpread<'a> {
         PodTopologySpread { constraints: out }
     }
 
+    /// Constraints in order, as the scheduler checks them: the first one the node lacks the key
+    /// of, or is skewed for, decides.
     pub(super) fn filter(&self, node: &Node) -> Option<&'static str> {
-        if self
-            .constraints
-            .iter()
-            .any(|s| !node.labels.contains_key(s.key))
-        {
-            return Some(REASON_SPREAD_MISSING_LABEL);
-        }
         for s in &self.constraints {
+            let Some(value) = node.labels.get(s.key) else {
+                return Some(REASON_SPREAD_MISSING_LABEL);
+            };
             let Some(min) = s.min else { continue };
-            let value = node.labels.get(s.key).map(String::as_str).unwrap_or("");
-            let matched = s.counts.get(value).copied().unwrap_or(0);
+            let matched = s.counts.get(value.as_str()).copied().unwrap_or(0);
             let skew = matched + i64::from(s.self_match) - min;
             if skew > s.max_skew {
                 return Some(REASON_SPREAD);
