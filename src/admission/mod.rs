@@ -569,3 +569,77 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod warning_lengths {
+    use super::*;
+
+    /// A warning's length without its quoted values (user data, of any length).
+    pub(super) fn unquoted_len(w: &str) -> usize {
+        let mut n = 0;
+        let mut quoted = false;
+        let mut escaped = false;
+        for c in w.chars() {
+            match (quoted, escaped, c) {
+                (true, false, '\\') => escaped = true,
+                (true, true, _) => escaped = false,
+                (_, false, '"') => quoted = !quoted,
+                (false, _, _) => n += 1,
+                _ => {}
+            }
+        }
+        n
+    }
+
+    /// The limits the README states: explanations of refused updates are one line under 120
+    /// characters apart from quoted values; every other warning (a finding in the apiserver's
+    /// format, or advice) is one line of at most 200 apart from quoted values and its field path.
+    #[test]
+    fn every_warning_on_every_recorded_request_keeps_the_stated_length() {
+        let dir = format!("{}/testdata/admission-reviews", env!("CARGO_MANIFEST_DIR"));
+        let mut rules = RuleSet::default();
+        rules.spec.workload_spread.enabled = true;
+        let mut seen = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            let body = std::fs::read(&p).unwrap();
+            for ep in [Endpoint::Validate, Endpoint::Mutate] {
+                let Some(v) = review(&body, ep, &rules).unwrap().verdict else {
+                    continue;
+                };
+                let mut lines: Vec<(String, usize)> = Vec::new();
+                for f in &v.findings {
+                    let path = f.error.path.to_string().len() + 2;
+                    if f.action == crate::rules::Action::Warn {
+                        lines.push((format!("{}: {}", f.rule, f.error), path));
+                    }
+                    if let Some(h) = &f.hint {
+                        lines.push((format!("{}: {h}", f.rule), 0));
+                    }
+                }
+                for n in &v.notes {
+                    let limit = if n.voice == crate::rules::Voice::Tool {
+                        120
+                    } else {
+                        200
+                    };
+                    assert!(unquoted_len(&n.warning()) <= limit, "{}", n.warning());
+                    seen += 1;
+                }
+                for (line, path) in lines {
+                    assert!(!line.contains('\n'), "{line}");
+                    assert!(
+                        unquoted_len(&line) - path <= 200,
+                        "{} chars: {line}",
+                        unquoted_len(&line) - path
+                    );
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen > 10, "only {seen} warnings");
+    }
+}

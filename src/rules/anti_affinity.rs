@@ -34,6 +34,17 @@ impl ScopeAction {
     }
 }
 
+/// Which terms an UPDATE is judged on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum OnUpdate {
+    /// Only terms the old object lacked (ratcheting): existing workloads can still be scaled,
+    /// relabelled or ungated.
+    NewTermsOnly,
+    /// Every term, as LimitPodHardAntiAffinityTopology judges every update of a pod.
+    AllTerms,
+}
+
 /// The rule file's `hardAntiAffinity` section.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
@@ -46,6 +57,7 @@ pub struct HardAntiAffinity {
     /// Any other wide term.
     pub namespace_scope: ScopeAction,
     pub exempt_namespaces: Vec<String>,
+    pub on_update: OnUpdate,
 }
 
 impl Default for HardAntiAffinity {
@@ -56,6 +68,7 @@ impl Default for HardAntiAffinity {
             cluster_scope: ScopeAction::Deny,
             namespace_scope: ScopeAction::Warn,
             exempt_namespaces: vec!["kube-system".to_string()],
+            on_update: OnUpdate::NewTermsOnly,
         }
     }
 }
@@ -171,9 +184,8 @@ fn namespaces_phrase(term: &PodAffinityTerm, own_namespace: &str) -> String {
     }
 }
 
-/// Flags every wide required anti-affinity term of `object`. On UPDATE, terms the old object
-/// already had are not flagged again (ratcheting), so existing workloads can still be scaled,
-/// labelled or ungated.
+/// Flags every wide required anti-affinity term of `object`. On UPDATE, with `onUpdate:
+/// newTermsOnly`, terms the old object already had are not flagged again (ratcheting).
 pub fn check(
     object: &PodTemplate,
     old: Option<&PodTemplate>,
@@ -202,7 +214,7 @@ pub fn check(
         {
             continue;
         }
-        if old_terms.iter().any(|o| o.sem_eq(term)) {
+        if cfg.on_update == OnUpdate::NewTermsOnly && old_terms.iter().any(|o| o.sem_eq(term)) {
             continue;
         }
         let scope = scope_of(term);
@@ -239,9 +251,9 @@ fn flag(
             namespaces_phrase(term, namespace)
         ),
     };
+    // One line next to the error, which carries the full path: the term's index is enough.
     let hint = format!(
-        "{}: use preferredDuringSchedulingIgnoredDuringExecution anti-affinity, or a topologySpreadConstraint with maxSkew on {key:?}, to spread without shutting others out",
-        base.index(i)
+        "required anti-affinity term [{i}]: to spread without shutting others out, use a preferred term or a topologySpreadConstraint on {key:?}"
     );
     Flagged {
         scope,

@@ -508,7 +508,11 @@ pub fn defaults(t: &PodTemplate, namespace: &str, cfg: &SpreadDefaults) -> Defau
                 return Defaulting::Skipped(format!(
                     "topology spread constraints were not defaulted: the {} has none of the labels {} to select its peers by; add one, or set topologySpreadConstraints",
                     if t.kind == Kind::Pod { "pod" } else { "pod template" },
-                    cfg.selector_label_keys.join(", ")
+                    cfg.selector_label_keys
+                        .iter()
+                        .map(|k| format!("{k:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             let keys = if labels.contains_key(POD_TEMPLATE_HASH) {

@@ -322,6 +322,38 @@ fn updates_flag_only_new_terms() {
         run(&r, Operation::Update, "demo", &old, Some(&fresh)).len(),
         1
     );
+    // onUpdate: allTerms judges every term on every update, as LimitPodHardAntiAffinityTopology.
+    let all = rules(HardAntiAffinity {
+        on_update: super::OnUpdate::AllTerms,
+        ..HardAntiAffinity::default()
+    });
+    assert_eq!(
+        run(&all, Operation::Update, "demo", &same, Some(&old)).len(),
+        1
+    );
+    assert_eq!(
+        run(&all, Operation::Update, "demo", &added, Some(&old)).len(),
+        2
+    );
+    let loaded = RuleSet::from_yaml(
+        "r.yaml",
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    onUpdate: allTerms\n",
+    )
+    .unwrap();
+    assert_eq!(
+        loaded.spec.hard_anti_affinity.on_update,
+        super::OnUpdate::AllTerms
+    );
+    let err = RuleSet::from_yaml(
+        "r.yaml",
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    onUpdate: always\n",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("expected one of newTermsOnly, allTerms"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -293,7 +293,7 @@ fn defaulting_decisions() {
     else {
         panic!()
     };
-    assert_eq!(why, "topology spread constraints were not defaulted: the pod has none of the labels app.kubernetes.io/name, app.kubernetes.io/instance, app to select its peers by; add one, or set topologySpreadConstraints");
+    assert_eq!(why, "topology spread constraints were not defaulted: the pod has none of the labels \"app.kubernetes.io/name\", \"app.kubernetes.io/instance\", \"app\" to select its peers by; add one, or set topologySpreadConstraints");
 }
 
 /// Applies the mutation's patch and returns the patched object.
