@@ -4,3 +4,4 @@ pub mod cluster;
 pub mod filter;
 pub mod labels;
 pub mod nodeselector;
+pub mod satisfy;
