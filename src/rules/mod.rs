@@ -10,6 +10,7 @@
 pub mod anti_affinity;
 pub mod config;
 pub mod mutable_directives;
+pub mod node_selection;
 pub mod spread;
 pub mod verdict;
 pub mod workloadspread;
@@ -242,6 +243,7 @@ registry! {
     hard_anti_affinity: anti_affinity::HardAntiAffinityRule,
     topology_spread: spread::TopologySpreadRule,
     workload_spread: workloadspread::WorkloadSpreadRule,
+    node_selection: node_selection::NodeSelectionRule,
 }
 
 fn camel(snake: &str) -> String {
@@ -279,10 +281,10 @@ mod tests {
     #[test]
     fn rule_ids_are_unique_and_documented() {
         let mut ids: Vec<&str> = all_rules().map(|m| m.id.as_str()).collect();
-        assert_eq!(ids.len(), 5);
+        assert_eq!(ids.len(), 6);
         ids.sort();
         ids.dedup();
-        assert_eq!(ids.len(), 5, "{ids:?}");
+        assert_eq!(ids.len(), 6, "{ids:?}");
         for m in all_rules() {
             assert!(!m.summary.is_empty() && !m.help.is_empty(), "{}", m.id);
             assert!(

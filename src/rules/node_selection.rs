@@ -1,0 +1,420 @@
+//! `node-selection`: which nodes the pods of a namespace may reach, and which tolerations they
+//! may carry, judged at CREATE and on every UPDATE that changes them (KEP-3838 lets a gated
+//! pod's selection be tightened after creation, and any pod gain tolerations), on pods and on
+//! every workload's pod template. Decided exactly, by satisfiability over the requirements
+//! (`core::satisfy`), not by looking at today's nodes.
+
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{Action, Finding, Input, ObjectKind, Phase, Request, Rule, RuleId, RuleMeta, Verdict};
+use crate::core::nodeselector::{Operator, Requirement, Source, Term};
+use crate::core::satisfy::{intersect, outside};
+use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::semantic::{map_eq, SemEq};
+use crate::k8s::validation::{validate_term, validate_toleration};
+use crate::k8s::workload::PodTemplate;
+
+pub const ID: RuleId = RuleId::new("node-selection");
+
+/// The rule file's `nodeSelection` section.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeSelection {
+    pub enabled: bool,
+    pub action: Action,
+    pub policies: Vec<Policy>,
+}
+
+impl Default for NodeSelection {
+    fn default() -> Self {
+        NodeSelection {
+            enabled: true,
+            action: Action::Deny,
+            policies: Vec::new(),
+        }
+    }
+}
+
+/// Where the pods of some namespaces may run.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Policy {
+    pub name: String,
+    /// Namespace names and globs (`team-*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// Namespace labels; needs the live cluster's namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<LabelSelector>,
+    /// Node selector terms (ORed) no pod may reach.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden_nodes: Vec<NodeSelectorTerm>,
+    /// Node selector terms (ORed) every pod must stay inside.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_nodes: Vec<NodeSelectorTerm>,
+    /// The tolerations pods may carry; absent: tolerations are not restricted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tolerations: Option<Vec<Toleration>>,
+}
+
+impl Policy {
+    fn applies_to(&self, namespace: &str) -> bool {
+        self.namespaces
+            .iter()
+            .any(|g| wildmatch::WildMatch::new(g).matches(namespace))
+    }
+}
+
+pub struct NodeSelectionRule;
+
+impl Rule for NodeSelectionRule {
+    type Settings = NodeSelection;
+    const META: &'static [RuleMeta] = &[RuleMeta {
+        id: ID,
+        summary: "Pods of a namespace stay on the nodes its policy allows and carry only allowed tolerations, at create and on every update",
+        help: "narrow the pod's nodeSelector or required node affinity into the policy's requiredNodes and away from its forbiddenNodes; drop tolerations the policy does not allow",
+        default_action: "deny",
+    }];
+
+    /// CREATE and UPDATE of Pods and workloads, on `/validate`, when some policy is configured.
+    fn applies(s: &NodeSelection, r: Request) -> bool {
+        s.enabled
+            && !s.policies.is_empty()
+            && r.phase == Phase::Validate
+            && r.operation.writes()
+            && matches!(r.kind, ObjectKind::Template(_))
+    }
+
+    fn evaluate(s: &NodeSelection, input: &Input, verdict: &mut Verdict) {
+        let Some((object, old)) = input.templates() else {
+            return;
+        };
+        let policies: Vec<&Policy> = s
+            .policies
+            .iter()
+            .filter(|p| p.applies_to(input.namespace))
+            .collect();
+        // On UPDATE, the selection is judged when it changed and the tolerations the old object
+        // lacked; what was admitted before is not judged again.
+        let old_tolerations = old.map_or(&[][..], |o| o.spec.tolerations());
+        let selection = match old {
+            Some(o) if same_selection(o, object) => None,
+            _ => Some(Selection::of(object)),
+        };
+        let new_tolerations: Vec<(usize, &Toleration)> = object
+            .spec
+            .tolerations()
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !old_tolerations.iter().any(|o| o.sem_eq(*t)))
+            .collect();
+        if policies.is_empty() || (selection.is_none() && new_tolerations.is_empty()) {
+            return;
+        }
+        verdict.rules_run.push(ID);
+        for p in policies {
+            for f in judge(
+                p,
+                selection.as_ref(),
+                &new_tolerations,
+                object,
+                input.namespace,
+            ) {
+                verdict.findings.push(Finding {
+                    rule: ID,
+                    action: s.action,
+                    error: f.0,
+                    hint: f.1,
+                });
+            }
+        }
+    }
+
+    fn check_settings(s: &NodeSelection, path: &FieldPath) -> Vec<FieldError> {
+        let mut out = Vec::new();
+        for (i, p) in s.policies.iter().enumerate() {
+            let pp = path.child("policies").index(i);
+            if p.name.is_empty() {
+                out.push(FieldError::required(pp.child("name"), ""));
+            } else if s.policies[..i].iter().any(|q| q.name == p.name) {
+                out.push(FieldError::duplicate(pp.child("name"), json!(p.name)));
+            }
+            if p.namespace_selector.is_some() {
+                out.push(FieldError::forbidden(
+                    pp.child("namespaceSelector"),
+                    "namespace labels need the live cluster's namespaces (serve --cluster-aware), which this version does not read yet; list the namespaces by name or glob",
+                ));
+            } else if p.namespaces.is_empty() {
+                out.push(FieldError::required(
+                    pp.child("namespaces"),
+                    "the namespaces (names or globs such as \"team-*\") this policy applies to",
+                ));
+            }
+            if p.forbidden_nodes.is_empty()
+                && p.required_nodes.is_empty()
+                && p.allowed_tolerations.is_none()
+            {
+                out.push(FieldError::required(
+                    pp.clone(),
+                    "at least one of forbiddenNodes, requiredNodes, allowedTolerations",
+                ));
+            }
+            for (field, terms) in [
+                ("forbiddenNodes", &p.forbidden_nodes),
+                ("requiredNodes", &p.required_nodes),
+            ] {
+                for (j, t) in terms.iter().enumerate() {
+                    out.extend(validate_term(t, &pp.child(field).index(j)));
+                }
+            }
+            for (j, t) in p.allowed_tolerations.iter().flatten().enumerate() {
+                out.extend(validate_toleration(
+                    t,
+                    &pp.child("allowedTolerations").index(j),
+                ));
+            }
+        }
+        out
+    }
+}
+
+fn same_selection(old: &PodTemplate, new: &PodTemplate) -> bool {
+    let (o, n) = (&old.spec, &new.spec);
+    map_eq(&o.node_selector, &n.node_selector)
+        && o.node_name == n.node_name
+        && o.required_node_selector_terms()
+            .sem_eq(&n.required_node_selector_terms())
+}
+
+/// The nodes a pod may reach: nodeSelector and spec.nodeName ANDed into each required term,
+/// each with the path a finding points at.
+struct Selection {
+    terms: Vec<(FieldPath, Term)>,
+}
+
+impl Selection {
+    fn of(t: &PodTemplate) -> Selection {
+        let spec = t.spec_path();
+        let mut base = Term::from_node_selector(t.spec.node_selector());
+        if let Some(name) = t.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+            base.requirements.push(Requirement {
+                source: Source::Field,
+                key: "metadata.name".to_string(),
+                op: Operator::In,
+                values: vec![name.to_string()],
+            });
+        }
+        let terms = match t.spec.required_node_selector_terms() {
+            // An empty or invalid term selects no node, so it reaches nothing.
+            Some(terms) => terms
+                .iter()
+                .enumerate()
+                .filter_map(|(i, term)| {
+                    let path = spec
+                        .child("affinity")
+                        .child("nodeAffinity")
+                        .child("requiredDuringSchedulingIgnoredDuringExecution")
+                        .child("nodeSelectorTerms")
+                        .index(i);
+                    Term::from_api(term).map(|term| (path, base.and(&term)))
+                })
+                .collect(),
+            None => {
+                let path = if t.spec.node_selector().is_empty() && t.spec.node_name.is_some() {
+                    spec.child("nodeName")
+                } else {
+                    spec.child("nodeSelector")
+                };
+                vec![(path, base)]
+            }
+        };
+        Selection { terms }
+    }
+}
+
+fn quote_terms(terms: &[NodeSelectorTerm]) -> String {
+    let shown: Vec<String> = terms
+        .iter()
+        .map(|t| match Term::from_api(t) {
+            Some(t) => format!("\"{t}\""),
+            None => "(a term that matches no node)".to_string(),
+        })
+        .collect();
+    shown.join(" or ")
+}
+
+/// The findings of one policy: (error, hint).
+fn judge(
+    p: &Policy,
+    selection: Option<&Selection>,
+    tolerations: &[(usize, &Toleration)],
+    object: &PodTemplate,
+    namespace: &str,
+) -> Vec<(FieldError, Option<String>)> {
+    let mut out = Vec::new();
+    let who = format!("pods in namespace {namespace:?}");
+    for (path, term) in selection.iter().flat_map(|s| &s.terms) {
+        let hit = p
+            .forbidden_nodes
+            .iter()
+            .filter_map(|f| Term::from_api(f).map(|t| (f, t)))
+            .find_map(|(f, t)| intersect(term, &t).map(|w| (f, w)));
+        let in_term = path.to_string().ends_with(']');
+        let place = if in_term {
+            "append it to this term"
+        } else {
+            "add it as required node affinity"
+        };
+        if let Some((f, w)) = hit {
+            // The legal form, when the forbidden term is one requirement with a one-requirement
+            // negation.
+            let hint = Term::from_api(f).and_then(|t| match t.requirements.as_slice() {
+                [r] => negation(r)
+                    .map(|n| format!("to stay off those nodes, require \"{n}\": {place}")),
+                _ => None,
+            });
+            out.push((
+                FieldError::forbidden(
+                    path.clone(),
+                    format!(
+                        "{who} may not reach nodes matching {} (policy {}); this selection admits a node labelled {w}",
+                        quote_terms(std::slice::from_ref(f)),
+                        p.name
+                    ),
+                ),
+                hint,
+            ));
+        }
+        if p.required_nodes.is_empty() {
+            continue;
+        }
+        let required: Vec<Option<Term>> = p.required_nodes.iter().map(Term::from_api).collect();
+        if let Some(w) = outside(term, &required) {
+            let legal =
+                required.iter().flatten().next().map(|r| {
+                    format!("to stay inside the policy's nodes, require \"{r}\": {place}")
+                });
+            out.push((
+                FieldError::forbidden(
+                    path.clone(),
+                    format!(
+                        "{who} must stay on nodes matching {} (policy {}); this selection admits a node labelled {w}, outside them",
+                        quote_terms(&p.required_nodes),
+                        p.name
+                    ),
+                ),
+                legal,
+            ));
+        }
+    }
+    if let Some(allowed) = &p.allowed_tolerations {
+        let tp = object.spec_path().child("tolerations");
+        for &(j, t) in tolerations {
+            if is_default_toleration(t) || allowed.iter().any(|a| covers(a, t)) {
+                continue;
+            }
+            let shown: Vec<String> = allowed.iter().map(describe_toleration).collect();
+            out.push((
+                FieldError::forbidden(
+                    tp.index(j),
+                    format!(
+                        "{who} may not carry the toleration {} (policy {}); allowed: {}",
+                        describe_toleration(t),
+                        p.name,
+                        if shown.is_empty() {
+                            "none".to_string()
+                        } else {
+                            shown.join(", ")
+                        }
+                    ),
+                ),
+                None,
+            ));
+        }
+    }
+    out
+}
+
+/// The one requirement that selects exactly the nodes `r` does not, when there is one.
+fn negation(r: &Requirement) -> Option<Requirement> {
+    let op = match r.op {
+        Operator::In => Operator::NotIn,
+        Operator::NotIn => Operator::In,
+        Operator::Exists => Operator::DoesNotExist,
+        Operator::DoesNotExist => Operator::Exists,
+        // Not Gt: absent, not an integer, or not greater; no single requirement says that.
+        Operator::Gt | Operator::Lt => return None,
+    };
+    Some(Requirement { op, ..r.clone() })
+}
+
+/// The tolerations kube-apiserver's DefaultTolerationSeconds plugin adds to every pod.
+fn is_default_toleration(t: &Toleration) -> bool {
+    matches!(
+        t.key.as_deref(),
+        Some("node.kubernetes.io/not-ready" | "node.kubernetes.io/unreachable")
+    ) && t.operator.as_deref() == Some("Exists")
+        && t.effect.as_deref() == Some("NoExecute")
+        && t.toleration_seconds.is_some()
+        && t.value.as_deref().unwrap_or("").is_empty()
+}
+
+/// Whether `allowed` tolerates every taint `t` tolerates.
+pub fn covers(allowed: &Toleration, t: &Toleration) -> bool {
+    let (ae, te) = (
+        allowed.effect.as_deref().unwrap_or(""),
+        t.effect.as_deref().unwrap_or(""),
+    );
+    if !ae.is_empty() && ae != te {
+        return false;
+    }
+    let op = |x: &Toleration| match x.operator.as_deref() {
+        None | Some("") => "Equal".to_string(),
+        Some(o) => o.to_string(),
+    };
+    let (ak, tk) = (
+        allowed.key.as_deref().unwrap_or(""),
+        t.key.as_deref().unwrap_or(""),
+    );
+    if ak.is_empty() {
+        return op(allowed) == "Exists";
+    }
+    if ak != tk {
+        return false;
+    }
+    match op(allowed).as_str() {
+        "Exists" => true,
+        "Equal" => {
+            op(t) == "Equal"
+                && allowed.value.as_deref().unwrap_or("") == t.value.as_deref().unwrap_or("")
+        }
+        _ => false,
+    }
+}
+
+fn describe_toleration(t: &Toleration) -> String {
+    let mut parts = Vec::new();
+    if let Some(k) = t.key.as_deref().filter(|k| !k.is_empty()) {
+        parts.push(format!("key: {k}"));
+    }
+    parts.push(format!(
+        "operator: {}",
+        t.operator
+            .as_deref()
+            .filter(|o| !o.is_empty())
+            .unwrap_or("Equal")
+    ));
+    if let Some(v) = t.value.as_deref().filter(|v| !v.is_empty()) {
+        parts.push(format!("value: {v}"));
+    }
+    if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty()) {
+        parts.push(format!("effect: {e}"));
+    }
+    format!("{{{}}}", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests;
