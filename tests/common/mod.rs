@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use openssl::ssl::{SslConnector, SslMethod};
 
+pub mod kube;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_placement-guard");
 
 pub struct Server {
