@@ -517,3 +517,32 @@ fn check_finds_workloadspread_targets_in_a_cluster_dump() {
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(r.stdout.contains("subset \"gpu\" can never hold a pod: \"pool In [gpu]\" contradicts the workload's own node selection (\"pool In [general]\")"), "{}", r.stdout);
 }
+
+/// `check DIR | head -1`: a closed stdout ends every command quietly, as SIGPIPE ends other Unix
+/// tools, instead of a panic.
+#[test]
+fn a_closed_stdout_ends_commands_quietly() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+    let dump = format!("{d}/explain/cluster.yaml");
+    let pod = format!("{d}/explain/deployment.yaml");
+    let manifests = format!("{d}/manifests");
+    let commands: [&[&str]; 4] = [
+        &["check", &manifests],
+        &["rules", "--list"],
+        &["rules", "--print-defaults"],
+        &["explain", "--cluster", &dump, "--pod", &pod],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(141), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+}

@@ -14,6 +14,28 @@ use crate::rules::config::{RuleSet, DEFAULT_RULES_YAML};
 use crate::server::tls::{self, CertPair};
 use crate::server::{self, ServeOptions};
 
+/// Writes to stdout. A closed pipe (`check DIR | head -1`) ends the command quietly, as SIGPIPE
+/// ends other Unix tools (status 141); any other write error is a failure (2).
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("placement-guard: cannot write to stdout: {e}");
+            std::process::exit(2);
+        }
+        std::process::exit(141);
+    }
+}
+
+macro_rules! out {
+    ($($t:tt)*) => { emit(&format!($($t)*)) };
+}
+
+macro_rules! outln {
+    ($($t:tt)*) => { emit(&format!("{}\n", format_args!($($t)*))) };
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "placement-guard",
@@ -247,7 +269,7 @@ pub fn run() -> ExitCode {
                         .unwrap_or_else(|| std::env::temp_dir().join("placement-guard-dev"));
                     match tls::generate_dev_cert(&dir) {
                         Ok(pair) => {
-                            println!("dev certificate: {} (try: curl --cacert {} https://127.0.0.1:{}/healthz)",
+                            outln!("dev certificate: {} (try: curl --cacert {} https://127.0.0.1:{}/healthz)",
                                 pair.cert.display(), pair.cert.display(), addr.rsplit(':').next().unwrap_or("8443"));
                             pair
                         }
@@ -304,7 +326,7 @@ pub fn run() -> ExitCode {
                         Ok(v) => v,
                         Err(e) => return fail(format!("{file}: {e}")),
                     };
-                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+                    outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
                     if r.allowed {
                         ExitCode::SUCCESS
                     } else {
@@ -348,10 +370,10 @@ pub fn run() -> ExitCode {
             list,
         } => {
             if print_defaults {
-                print!("{DEFAULT_RULES_YAML}");
+                out!("{DEFAULT_RULES_YAML}");
                 ExitCode::SUCCESS
             } else if list {
-                print!("{}", rules_table());
+                out!("{}", rules_table());
                 ExitCode::SUCCESS
             } else {
                 fail("nothing to do: use rules --list or rules --print-defaults")
@@ -417,7 +439,7 @@ fn run_check(
         Output::Sarif => crate::ci::report::sarif(&report),
         Output::Junit => crate::ci::report::junit(&report),
     };
-    print!("{rendered}");
+    out!("{rendered}");
     let failing = report.count(Severity::Error) > 0
         || (fail_on == FailOn::Warning && report.count(Severity::Warning) > 0);
     if failing {
@@ -449,35 +471,35 @@ fn run_tests(dirs: &[PathBuf], update: bool) -> ExitCode {
             match testsuite::run_case(&case, &rules, &display, update) {
                 Ok(CaseResult::Passed) => {
                     passed += 1;
-                    println!("ok      {display}");
+                    outln!("ok      {display}");
                 }
                 Ok(CaseResult::Updated) => {
                     updated += 1;
                     passed += 1;
-                    println!("updated {display}");
+                    outln!("updated {display}");
                 }
                 Ok(CaseResult::Failed { expected, actual }) => {
                     failed += 1;
-                    println!("FAILED  {display}");
+                    outln!("FAILED  {display}");
                     match expected {
-                        None => println!(
+                        None => outln!(
                             "  no snapshot yet: run `placement-guard test --update` to write {}",
                             testsuite::snapshot_path(&case).display()
                         ),
-                        Some(exp) => print!("{}", testsuite::diff(&exp, &actual)),
+                        Some(exp) => out!("{}", testsuite::diff(&exp, &actual)),
                     }
                 }
                 Err(e) => {
                     failed += 1;
-                    println!("FAILED  {display}: {e}");
+                    outln!("FAILED  {display}: {e}");
                 }
             }
         }
     }
     if update {
-        println!("{updated} snapshot(s) written");
+        outln!("{updated} snapshot(s) written");
     }
-    println!("{passed} passed, {failed} failed");
+    outln!("{passed} passed, {failed} failed");
     if failed > 0 {
         ExitCode::from(1)
     } else {
@@ -517,9 +539,9 @@ fn run_explain_spread(
     match explain::workloadspread(&ws_objs, &w_objs, replicas, snapshot.as_ref()) {
         Ok(v) => {
             match output {
-                ExplainOutput::Text => print!("{}", explain::workloadspread_text(&v)),
+                ExplainOutput::Text => out!("{}", explain::workloadspread_text(&v)),
                 ExplainOutput::Json => {
-                    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
+                    outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
                 }
             }
             ExitCode::SUCCESS
@@ -548,8 +570,8 @@ fn run_explain(cluster: &PathBuf, pod: &PathBuf, output: ExplainOutput) -> ExitC
     };
     let results = crate::core::filter::evaluate(&snapshot, &template, &ns);
     match output {
-        ExplainOutput::Text => print!("{}", explain::text(&results)),
-        ExplainOutput::Json => print!("{}", explain::json(&results)),
+        ExplainOutput::Text => out!("{}", explain::text(&results)),
+        ExplainOutput::Json => out!("{}", explain::json(&results)),
     }
     ExitCode::SUCCESS
 }

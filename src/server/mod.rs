@@ -5,6 +5,7 @@
 pub mod metrics;
 pub mod tls;
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -319,7 +320,8 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     state.ready.store(true, Ordering::Release);
     for a in &addrs {
         // The tests read this line to find an ephemeral port.
-        println!("listening on https://{a}");
+        // A closed stdout must not stop the server.
+        let _ = writeln!(std::io::stdout(), "listening on https://{a}");
     }
     tracing::info!(addrs = ?addrs, "serving");
     server.await.context("server failed")?;
