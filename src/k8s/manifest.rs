@@ -100,39 +100,113 @@ fn key_string(node: &MarkedYaml) -> String {
     }
 }
 
-fn convert(node: &MarkedYaml, ptr: &str, positions: &mut HashMap<String, Pos>) -> Value {
-    match &node.data {
+/// The YAML 1.1 merge key, as kubectl's YAML reader (go-yaml v2) recognizes it.
+fn is_merge_key(node: &MarkedYaml) -> bool {
+    matches!(&node.data, YamlData::Value(Scalar::String(s)) if s == "<<")
+}
+
+fn syntax_error(node: &MarkedYaml, message: &str) -> SyntaxError {
+    SyntaxError {
+        pos_line: node.span.start.line(),
+        pos_col: node.span.start.col() + 1,
+        message: message.to_string(),
+    }
+}
+
+fn convert(
+    node: &MarkedYaml,
+    ptr: &str,
+    positions: &mut HashMap<String, Pos>,
+) -> Result<Value, SyntaxError> {
+    Ok(match &node.data {
         YamlData::Value(s) => scalar_to_json(s),
         YamlData::Representation(r, _, _) => Value::String(r.to_string()),
-        YamlData::Tagged(_, inner) => convert(inner, ptr, positions),
-        YamlData::Sequence(items) => Value::Array(
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| {
-                    let p = format!("{ptr}/{i}");
-                    positions.insert(p.clone(), pos(&item.span.start));
-                    convert(item, &p, positions)
-                })
-                .collect(),
-        ),
+        YamlData::Tagged(_, inner) => convert(inner, ptr, positions)?,
+        YamlData::Sequence(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let p = format!("{ptr}/{i}");
+                positions.insert(p.clone(), pos(&item.span.start));
+                out.push(convert(item, &p, positions)?);
+            }
+            Value::Array(out)
+        }
         YamlData::Mapping(map) => {
             let mut out = Map::new();
             for (k, v) in map {
+                if is_merge_key(k) {
+                    merge(v, ptr, positions, &mut out)?;
+                    continue;
+                }
                 let key = key_string(k);
                 let p = format!("{ptr}/{}", key.replace('~', "~0").replace('/', "~1"));
                 positions.insert(p.clone(), pos(&k.span.start));
-                let value = convert(v, &p, positions);
+                let value = convert(v, &p, positions)?;
                 out.insert(key, value);
             }
             Value::Object(out)
         }
         YamlData::Alias(_) | YamlData::BadValue => Value::Null,
+    })
+}
+
+/// `<<: *base` or `<<: [*a, *b]`, as go-yaml v2 applies it: the merged keys are set where the
+/// merge key stands (so later keys of the mapping override them), and of a list of mappings the
+/// earlier ones take precedence.
+fn merge(
+    node: &MarkedYaml,
+    ptr: &str,
+    positions: &mut HashMap<String, Pos>,
+    out: &mut Map<String, Value>,
+) -> Result<(), SyntaxError> {
+    match &node.data {
+        YamlData::Mapping(_) => {
+            if let Value::Object(m) = convert(node, ptr, positions)? {
+                out.extend(m);
+            }
+            Ok(())
+        }
+        YamlData::Sequence(items) => {
+            for item in items.iter().rev() {
+                if !matches!(item.data, YamlData::Mapping(_)) {
+                    return Err(syntax_error(
+                        item,
+                        "map merge requires map or sequence of maps as the value",
+                    ));
+                }
+                merge(item, ptr, positions, out)?;
+            }
+            Ok(())
+        }
+        _ => Err(syntax_error(
+            node,
+            "map merge requires map or sequence of maps as the value",
+        )),
+    }
+}
+
+/// The items of a `kind: *List` document, which are read as objects of their own.
+fn list_items<'a, 'y>(doc: &'a MarkedYaml<'y>) -> Option<&'a [MarkedYaml<'y>]> {
+    let YamlData::Mapping(map) = &doc.data else {
+        return None;
+    };
+    let field = |name: &str| {
+        map.iter()
+            .find(|(k, _)| matches!(&k.data, YamlData::Value(Scalar::String(s)) if s == name))
+            .map(|(_, v)| v)
+    };
+    let is_list = field("kind").is_some_and(
+        |k| matches!(&k.data, YamlData::Value(Scalar::String(s)) if s.ends_with("List")),
+    );
+    match field("items").map(|i| &i.data) {
+        Some(YamlData::Sequence(items)) if is_list => Some(items),
+        _ => None,
     }
 }
 
 /// Reads every document of a file; `kind: List` documents are expanded into their items.
-/// Empty documents (a lone `---`, comments only) are dropped.
+/// Empty documents (a lone `---`, comments only) are dropped. Each object's positions are
+/// collected while it is read, so reading a List is linear in its size.
 pub fn parse(text: &str) -> Result<Vec<Object>, SyntaxError> {
     let docs = MarkedYaml::load_from_str(text).map_err(|e| SyntaxError {
         pos_line: e.marker().line(),
@@ -140,37 +214,19 @@ pub fn parse(text: &str) -> Result<Vec<Object>, SyntaxError> {
         message: e.info().to_string(),
     })?;
     let mut out = Vec::new();
-    for doc in &docs {
+    let mut read = |node: &MarkedYaml| -> Result<(), SyntaxError> {
         let mut positions = HashMap::new();
-        positions.insert(String::new(), pos(&doc.span.start));
-        let value = convert(doc, "", &mut positions);
-        if value.is_null() {
-            continue;
-        }
-        let is_list = value
-            .get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k == "List" || k.ends_with("List"))
-            && value.get("items").is_some_and(Value::is_array);
-        if is_list {
-            let items = value["items"].as_array().cloned().unwrap_or_default();
-            for (i, item) in items.into_iter().enumerate() {
-                let prefix = format!("/items/{i}");
-                let positions = positions
-                    .iter()
-                    .filter_map(|(k, v)| {
-                        k.strip_prefix(&prefix)
-                            .filter(|rest| rest.is_empty() || rest.starts_with('/'))
-                            .map(|rest| (rest.to_string(), *v))
-                    })
-                    .collect();
-                out.push(Object {
-                    value: item,
-                    positions,
-                });
-            }
-        } else {
+        positions.insert(String::new(), pos(&node.span.start));
+        let value = convert(node, "", &mut positions)?;
+        if !value.is_null() {
             out.push(Object { value, positions });
+        }
+        Ok(())
+    };
+    for doc in &docs {
+        match list_items(doc) {
+            Some(items) => items.iter().try_for_each(&mut read)?,
+            None => read(doc)?,
         }
     }
     Ok(out)
@@ -235,6 +291,24 @@ mod tests {
         assert!(v["d"].is_null());
         assert_eq!(v["e"], 1.5);
         assert_eq!(v["f"], "on");
+    }
+
+    /// `<<` as kubectl's YAML reader applies it: merged keys where the merge key stands, later
+    /// keys override them, and of a list the earlier mappings win.
+    #[test]
+    fn merge_keys_are_applied() {
+        let text = "base: &b\n  a: 1\n  b: 2\nextra: &e\n  a: 9\n  c: 4\nx:\n  <<: *b\n  b: 3\ny:\n  <<: [*b, *e]\nz:\n  b: 0\n  <<: *b\n";
+        let v = &parse(text).unwrap()[0].value;
+        assert_eq!(v["x"], serde_json::json!({"a": 1, "b": 3}));
+        assert_eq!(v["y"], serde_json::json!({"a": 1, "b": 2, "c": 4}));
+        assert_eq!(v["z"], serde_json::json!({"a": 1, "b": 2}));
+        for bad in ["a: &s 1\nb:\n  <<: *s\n", "b:\n  <<: [1]\n"] {
+            let err = parse(bad).unwrap_err();
+            assert_eq!(
+                err.message,
+                "map merge requires map or sequence of maps as the value"
+            );
+        }
     }
 
     #[test]

@@ -105,3 +105,44 @@ fn nothing_panics_on_odd_input() {
         let _ = report::text(&c.finish(), false);
     }
 }
+
+/// A term merged in with `<<: *anchor` is judged as kubectl will send it: across all
+/// namespaces, so an error, not a warning.
+#[test]
+fn merge_keys_are_applied_before_judging() {
+    let text = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+          - &per-host
+            labelSelector: {matchLabels: {app: web}}
+            namespaceSelector: {}
+            topologyKey: kubernetes.io/hostname
+          - <<: *per-host
+            topologyKey: topology.kubernetes.io/zone
+      containers: [{name: c, image: i}]
+"#;
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("merged.yaml", text);
+    let r = c.finish();
+    let d: Vec<&Diagnostic> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == "hard-anti-affinity")
+        .collect();
+    assert_eq!(d.len(), 1, "{:?}", r.diagnostics);
+    assert_eq!(d[0].severity, Severity::Error);
+    assert!(
+        d[0].message.contains("across all namespaces"),
+        "{}",
+        d[0].message
+    );
+}
