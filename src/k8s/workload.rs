@@ -309,12 +309,31 @@ fn selector_from(value: Option<Value>) -> Option<LabelSelector> {
 }
 
 fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplate {
+    let mut selector = selector_from(spec.selector);
+    // kube-apiserver defaults a ReplicationController's empty selector to its template's labels
+    // (SetDefaults_ReplicationController), so webhooks never see it empty; manifests can be.
+    let empty = selector.as_ref().is_none_or(|s| {
+        s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+            && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
+    });
+    if kind == Kind::ReplicationController && empty {
+        selector = spec
+            .template
+            .metadata
+            .labels
+            .clone()
+            .filter(|l| !l.is_empty())
+            .map(|labels| LabelSelector {
+                match_labels: Some(labels),
+                match_expressions: None,
+            });
+    }
     PodTemplate {
         kind,
         meta,
         template_meta: Some(spec.template.metadata),
         spec: spec.template.spec,
-        selector: selector_from(spec.selector),
+        selector,
     }
 }
 
@@ -557,6 +576,16 @@ mod tests {
         let t = parse_value(Kind::ReplicationController, &obj).unwrap();
         let sel = t.selector.unwrap();
         assert_eq!(sel.match_labels.unwrap().get("app").unwrap(), "web");
+        // Without a selector, the apiserver's default: the template's labels.
+        for selector in [json!(null), json!({})] {
+            let obj = json!({"spec": {"selector": selector, "template": {"metadata": {"labels": {"app": "db"}}}}});
+            let t = parse_value(Kind::ReplicationController, &obj).unwrap();
+            let sel = t.selector.unwrap();
+            assert_eq!(sel.match_labels.unwrap().get("app").unwrap(), "db");
+        }
+        // Other kinds get no such default.
+        let obj = json!({"spec": {"template": {"metadata": {"labels": {"app": "db"}}}}});
+        assert_eq!(parse_value(Kind::Deployment, &obj).unwrap().selector, None);
     }
 
     #[test]
