@@ -13,7 +13,8 @@ use placement_guard::rules::config::RuleSet;
 fn corpus() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real");
     let root = root.to_string_lossy().to_string();
-    placement_guard::cli::inputs::collect(&[root])
+    placement_guard::cli::inputs::collect(&[root], &[])
+        .inputs
         .into_iter()
         .filter_map(|i| i.text.ok().map(|t| (i.name, t)))
         .collect()

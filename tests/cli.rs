@@ -244,7 +244,26 @@ fn check_bad_usage_or_no_readable_input_exits_2() {
     assert_eq!(r.code, 2);
     let r = run(&["check", "/does/not/exist.yaml"], None);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("no input could be read"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("no such file or directory: /does/not/exist.yaml"),
+        "{}",
+        r.stderr
+    );
+    // A mistyped path next to good ones is a usage error too, not a finding.
+    let good = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/manifests");
+    let r = run(&["check", good, "/does/not/exist.yaml"], None);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert_eq!(r.stdout, "");
+    // No objects at all fails, so a broken `helm template | placement-guard check -` does not
+    // pass; --allow-empty says it is expected.
+    for empty in [&b""[..], b"---\n# nothing\n"] {
+        let r = run(&["check", "-"], Some(empty));
+        assert_eq!(r.code, 2);
+        assert!(r.stderr.contains("no objects in the input"), "{}", r.stderr);
+        let r = run(&["check", "--allow-empty", "-"], Some(empty));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
     let empty = temp_dir("empty");
     let r = run(&["check", empty.to_str().unwrap()], None);
     assert_eq!(r.code, 2);
@@ -286,7 +305,19 @@ fn test_command_passes_on_the_project_suites() {
         None,
     );
     assert_eq!(r.code, 0, "{}", r.stdout);
-    assert!(r.stdout.ends_with("27 passed, 0 failed\n"), "{}", r.stdout);
+    assert!(r.stdout.ends_with("30 passed, 0 failed\n"), "{}", r.stdout);
+    // A case filter runs only the cases whose path contains the text.
+    let r = run(
+        &[
+            "test",
+            "--filter",
+            "node-selection/pod-update",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/suites"),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(r.stdout.ends_with("2 passed, 0 failed\n"), "{}", r.stdout);
 }
 
 #[test]
@@ -545,4 +576,164 @@ fn a_closed_stdout_ends_commands_quietly() {
         assert_eq!(out.status.code(), Some(141), "{args:?}");
         assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
     }
+}
+
+/// Walks leave out hidden directories and Helm chart templates (and say so), `--exclude` leaves
+/// out more, and the rule filters and `--quiet` shape the report.
+#[test]
+fn check_walks_and_filters_like_a_linter() {
+    let dir = temp_dir("walk");
+    let bad = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/manifests/zone-anti-affinity.yaml"
+    ))
+    .unwrap();
+    let chart = dir.join("chart");
+    for sub in [".git", "chart/templates", "vendor"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(
+        chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/deploy.yaml"),
+        "{{ .Values.broken }}: [\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join(".git/config.yaml"), "[core]\n").unwrap();
+    std::fs::write(dir.join("vendor/zone.yaml"), &bad).unwrap();
+    std::fs::write(dir.join("app.yaml"), &bad).unwrap();
+    let d = dir.to_str().unwrap();
+    let r = run(&["check", "-o", "json", d], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["summary"]["files"], 3,
+        "app.yaml, Chart.yaml, vendor/zone.yaml"
+    );
+    assert!(r.stderr.contains(".git (hidden directory)"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("chart/templates (Helm chart templates"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&["check", "-o", "json", "--exclude", "*/vendor", d], None);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["summary"]["files"], 2);
+    // Rule filters.
+    let rules = |r: &Run| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let mut ids: Vec<String> = v["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["rule"].as_str().unwrap().to_string())
+            .collect();
+        ids.dedup();
+        ids
+    };
+    let app = dir.join("app.yaml");
+    let a = app.to_str().unwrap();
+    let r = run(
+        &[
+            "check",
+            "-o",
+            "json",
+            "--only-rule",
+            "hard-anti-affinity",
+            a,
+        ],
+        None,
+    );
+    assert_eq!(rules(&r), ["hard-anti-affinity"]);
+    let r = run(
+        &[
+            "check",
+            "-o",
+            "json",
+            "--skip-rule",
+            "hard-anti-affinity",
+            a,
+        ],
+        None,
+    );
+    assert!(
+        !rules(&r).contains(&"hard-anti-affinity".to_string()),
+        "{:?}",
+        rules(&r)
+    );
+    assert_eq!(r.code, 0, "only warnings remain");
+    let r = run(&["check", "--only-rule", "no-such-rule", a], None);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("unknown rule \"no-such-rule\"; rules: mutable-directives"),
+        "{}",
+        r.stderr
+    );
+    // --quiet: findings only.
+    let r = run(&["check", "--quiet", d], None);
+    assert!(!r.stdout.contains("checked "), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("error[hard-anti-affinity]"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.stderr, "");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn utf16_is_read_from_stdin_as_from_a_file() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+    let le: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    let r = run(&["check", "-"], Some(&le));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("1 other object(s) skipped"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn shell_completions() {
+    for shell in ["bash", "zsh", "fish"] {
+        let r = run(&["completions", shell], None);
+        assert_eq!(r.code, 0, "{shell}");
+        assert!(
+            r.stdout.contains("placement-guard") && r.stdout.contains("only-rule"),
+            "{shell}"
+        );
+    }
+}
+
+#[test]
+fn explain_exits_1_when_no_node_fits() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/explain");
+    let dir = temp_dir("nofit");
+    let pod = dir.join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  nodeSelector: {no-such-label: x}\n  containers: [{name: c, image: i}]\n",
+    )
+    .unwrap();
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            &format!("{d}/cluster.yaml"),
+            "--pod",
+            pod.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(r.stdout.starts_with("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector."), "{}", r.stdout);
+    std::fs::remove_dir_all(dir).ok();
 }

@@ -120,8 +120,35 @@ fn headline(d: &Diagnostic) -> String {
     }
 }
 
+/// Every id a diagnostic can carry: the registry's rules and the input diagnostics.
+pub fn rule_ids() -> Vec<&'static str> {
+    crate::rules::all_rules()
+        .map(|m| m.id.as_str())
+        .chain(INPUT_RULES.iter().map(|(id, _)| *id))
+        .collect()
+}
+
 /// Human output: `file:line:col` first (clickable in editors and terminals), a summary at the end.
 pub fn text(r: &Report, color: bool) -> String {
+    let mut out = findings_text(r, color);
+    for s in &r.suppressed {
+        let reason = s
+            .reason
+            .as_deref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}:{}: suppressed[{}] {}{reason}",
+            s.file, s.line, s.rule, s.object
+        );
+    }
+    let _ = writeln!(out, "{}", summary(r));
+    out
+}
+
+/// The findings alone (`check --quiet`): no suppressed lines, no summary.
+pub fn findings_text(r: &Report, color: bool) -> String {
     let paint = |code: &str, s: &str| {
         if color {
             format!("\x1b[{code}m{s}\x1b[0m")
@@ -141,19 +168,6 @@ pub fn text(r: &Report, color: bool) -> String {
             let _ = writeln!(out, "    {} {h}", paint("36", "help:"));
         }
     }
-    for s in &r.suppressed {
-        let reason = s
-            .reason
-            .as_deref()
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "{}:{}: suppressed[{}] {}{reason}",
-            s.file, s.line, s.rule, s.object
-        );
-    }
-    let _ = writeln!(out, "{}", summary(r));
     out
 }
 

@@ -17,15 +17,58 @@ fn has_manifest_extension(p: &Path) -> bool {
         .is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// What a directory walk leaves out, and why.
+pub struct Skipped {
+    pub path: PathBuf,
+    pub why: &'static str,
+}
+
+/// Whether `dir` holds a Helm chart's templates (Go templates, not YAML).
+fn is_chart_templates(dir: &Path) -> bool {
+    dir.file_name().is_some_and(|n| n == "templates")
+        && dir.parent().is_some_and(|p| p.join("Chart.yaml").is_file())
+}
+
+fn excluded(p: &Path, excludes: &[wildmatch::WildMatch]) -> bool {
+    let shown = p.display().to_string();
+    let name = p.file_name().map(|n| n.to_string_lossy().to_string());
+    excludes
+        .iter()
+        .any(|g| g.matches(&shown) || name.as_deref().is_some_and(|n| g.matches(n)))
+}
+
+fn walk(
+    dir: &Path,
+    excludes: &[wildmatch::WildMatch],
+    out: &mut Vec<PathBuf>,
+    skipped: &mut Vec<Skipped>,
+) -> std::io::Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     entries.sort();
     for p in entries {
+        let hidden = p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if excluded(&p, excludes) {
+            continue;
+        }
         if p.is_dir() {
-            walk(&p, out)?;
-        } else if has_manifest_extension(&p) {
+            if hidden {
+                skipped.push(Skipped {
+                    path: p,
+                    why: "hidden directory",
+                });
+            } else if is_chart_templates(&p) {
+                skipped.push(Skipped {
+                    path: p,
+                    why: "Helm chart templates are Go templates, not YAML: check `helm template` output instead",
+                });
+            } else {
+                walk(&p, excludes, out, skipped)?;
+            }
+        } else if has_manifest_extension(&p) && !hidden {
             out.push(p);
         }
     }
@@ -64,19 +107,32 @@ pub fn decode(bytes: Vec<u8>) -> Result<String, String> {
     }
 }
 
-/// Expands paths (directories recursively, `.yaml`, `.yml`, `.json`; `-` is stdin) in a stable order.
-pub fn collect(paths: &[String]) -> Vec<Input> {
-    let mut out = Vec::new();
+/// The inputs of a run.
+#[derive(Default)]
+pub struct Collected {
+    pub inputs: Vec<Input>,
+    /// Directories a walk left out.
+    pub skipped: Vec<Skipped>,
+    /// Arguments that name nothing: a usage error.
+    pub missing: Vec<String>,
+}
+
+/// Expands paths (directories recursively, `.yaml`, `.yml`, `.json`, leaving out hidden
+/// directories, Helm chart templates and `excludes`; `-` is stdin) in a stable order.
+pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
+    let excludes: Vec<wildmatch::WildMatch> = excludes
+        .iter()
+        .map(|g| wildmatch::WildMatch::new(g))
+        .collect();
+    let mut c = Collected::default();
     for arg in paths {
         if arg == "-" {
             let mut buf = Vec::new();
             let text = std::io::stdin()
                 .read_to_end(&mut buf)
                 .map_err(|e| format!("cannot read stdin: {e}"))
-                .and_then(|_| {
-                    String::from_utf8(buf).map_err(|_| "stdin is not UTF-8 text".to_string())
-                });
-            out.push(Input {
+                .and_then(|_| decode(buf));
+            c.inputs.push(Input {
                 name: "<stdin>".to_string(),
                 text,
             });
@@ -85,24 +141,26 @@ pub fn collect(paths: &[String]) -> Vec<Input> {
         let p = Path::new(arg);
         if p.is_dir() {
             let mut files = Vec::new();
-            match walk(p, &mut files) {
-                Ok(()) => out.extend(files.into_iter().map(|f| Input {
+            match walk(p, &excludes, &mut files, &mut c.skipped) {
+                Ok(()) => c.inputs.extend(files.into_iter().map(|f| Input {
                     name: f.display().to_string(),
                     text: read_file(&f),
                 })),
-                Err(e) => out.push(Input {
+                Err(e) => c.inputs.push(Input {
                     name: arg.clone(),
                     text: Err(format!("cannot read directory: {e}")),
                 }),
             }
-        } else {
-            out.push(Input {
+        } else if p.exists() {
+            c.inputs.push(Input {
                 name: arg.clone(),
                 text: read_file(p),
             });
+        } else {
+            c.missing.push(arg.clone());
         }
     }
-    out
+    c
 }
 
 #[cfg(test)]

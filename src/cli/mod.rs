@@ -145,6 +145,23 @@ pub enum Command {
         /// targets of WorkloadSpreads are looked up when they are not in the input.
         #[arg(long)]
         cluster: Option<PathBuf>,
+        /// Leave out files and directories matching this glob (repeatable; `*` spans `/`).
+        /// Hidden directories and Helm chart templates are always left out of walks.
+        #[arg(long, value_name = "GLOB")]
+        exclude: Vec<String>,
+        /// Report only these rules (repeatable).
+        #[arg(long, value_name = "RULE", conflicts_with = "skip_rule")]
+        only_rule: Vec<String>,
+        /// Do not report these rules (repeatable).
+        #[arg(long, value_name = "RULE")]
+        skip_rule: Vec<String>,
+        /// No input objects is fine (by default it is an error: a failed `helm template | ...`
+        /// must not pass).
+        #[arg(long)]
+        allow_empty: bool,
+        /// Findings only: no summary line, no notes on stderr.
+        #[arg(short, long)]
+        quiet: bool,
         /// Manifest files, directories, or - for stdin.
         #[arg(required = true)]
         paths: Vec<String>,
@@ -155,6 +172,9 @@ pub enum Command {
         /// (Re)write the snapshots instead of comparing.
         #[arg(long)]
         update: bool,
+        /// Run only the cases whose path contains this text.
+        #[arg(long, value_name = "TEXT")]
+        filter: Option<String>,
         /// Folders to search for suites.
         #[arg(default_value = ".")]
         dirs: Vec<PathBuf>,
@@ -183,6 +203,11 @@ pub enum Command {
         /// Output format.
         #[arg(short = 'o', long, value_enum, default_value = "text")]
         output: ExplainOutput,
+    },
+    /// Print a shell completion script: `placement-guard completions bash > /etc/bash_completion.d/placement-guard`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Rule file helpers.
     Rules {
@@ -342,15 +367,43 @@ pub fn run() -> ExitCode {
             fail_on,
             color,
             cluster,
+            exclude,
+            only_rule,
+            skip_rule,
+            allow_empty,
+            quiet,
             paths,
         } => {
             let rules = match load_rules(rules.as_ref()) {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
-            run_check(&rules, &paths, cluster.as_ref(), output, fail_on, color)
+            run_check(CheckRun {
+                rules: &rules,
+                paths: &paths,
+                cluster: cluster.as_ref(),
+                output,
+                fail_on,
+                color,
+                exclude: &exclude,
+                only_rule: &only_rule,
+                skip_rule: &skip_rule,
+                allow_empty,
+                quiet,
+            })
         }
-        Command::Test { update, dirs } => run_tests(&dirs, update),
+        Command::Test {
+            update,
+            filter,
+            dirs,
+        } => run_tests(&dirs, update, filter.as_deref()),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "placement-guard", &mut buf);
+            out!("{}", String::from_utf8_lossy(&buf));
+            ExitCode::SUCCESS
+        }
         Command::Explain {
             cluster,
             pod,
@@ -382,25 +435,50 @@ pub fn run() -> ExitCode {
     }
 }
 
-fn run_check(
-    rules: &RuleSet,
-    paths: &[String],
-    cluster: Option<&PathBuf>,
+struct CheckRun<'a> {
+    rules: &'a RuleSet,
+    paths: &'a [String],
+    cluster: Option<&'a PathBuf>,
     output: Output,
     fail_on: FailOn,
     color: Color,
-) -> ExitCode {
+    exclude: &'a [String],
+    only_rule: &'a [String],
+    skip_rule: &'a [String],
+    allow_empty: bool,
+    quiet: bool,
+}
+
+fn run_check(run: CheckRun) -> ExitCode {
     use crate::ci::check::Checker;
-    use crate::ci::report::Severity;
+    use crate::ci::report::{self, Severity};
     use std::io::IsTerminal;
-    let inputs = crate::cli::inputs::collect(paths);
-    if inputs.is_empty() {
+    let known = report::rule_ids();
+    for r in run.only_rule.iter().chain(run.skip_rule) {
+        if !known.contains(&r.as_str()) {
+            return fail(format!("unknown rule {r:?}; rules: {}", known.join(", ")));
+        }
+    }
+    let collected = crate::cli::inputs::collect(run.paths, run.exclude);
+    if !collected.missing.is_empty() {
         return fail(format!(
-            "no manifests found in {} (looked for .yaml, .yml, .json)",
-            paths.join(", ")
+            "no such file or directory: {}",
+            collected.missing.join(", ")
         ));
     }
-    if inputs.iter().all(|i| i.text.is_err()) {
+    if !run.quiet {
+        for s in &collected.skipped {
+            eprintln!("placement-guard: skipped {} ({})", s.path.display(), s.why);
+        }
+    }
+    let inputs = collected.inputs;
+    if inputs.is_empty() && !run.allow_empty {
+        return fail(format!(
+            "no manifests found in {} (looked for .yaml, .yml, .json); pass --allow-empty if that is expected",
+            run.paths.join(", ")
+        ));
+    }
+    if !inputs.is_empty() && inputs.iter().all(|i| i.text.is_err()) {
         for i in &inputs {
             if let Err(e) = &i.text {
                 eprintln!("placement-guard: {}: {e}", i.name);
@@ -408,8 +486,8 @@ fn run_check(
         }
         return fail("no input could be read");
     }
-    let mut checker = Checker::new(rules);
-    if let Some(c) = cluster {
+    let mut checker = Checker::new(run.rules);
+    if let Some(c) = run.cluster {
         let text = match std::fs::read(c) {
             Ok(b) => match crate::cli::inputs::decode(b) {
                 Ok(t) => t,
@@ -427,21 +505,35 @@ fn run_check(
             Err(e) => checker.unreadable(&i.name, e.clone()),
         }
     }
-    let report = checker.finish();
-    let use_color = match color {
+    let mut report = checker.finish();
+    if report.objects + report.skipped == 0 && report.diagnostics.is_empty() && !run.allow_empty {
+        return fail(
+            "no objects in the input (an empty file or stream); pass --allow-empty if that is expected",
+        );
+    }
+    if !run.only_rule.is_empty() {
+        report
+            .diagnostics
+            .retain(|d| run.only_rule.contains(&d.rule));
+    }
+    report
+        .diagnostics
+        .retain(|d| !run.skip_rule.contains(&d.rule));
+    let use_color = match run.color {
         Color::Always => true,
         Color::Never => false,
         Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    let rendered = match output {
-        Output::Text => crate::ci::report::text(&report, use_color),
-        Output::Json => crate::ci::report::json(&report),
-        Output::Sarif => crate::ci::report::sarif(&report),
-        Output::Junit => crate::ci::report::junit(&report),
+    let rendered = match run.output {
+        Output::Text if run.quiet => report::findings_text(&report, use_color),
+        Output::Text => report::text(&report, use_color),
+        Output::Json => report::json(&report),
+        Output::Sarif => report::sarif(&report),
+        Output::Junit => report::junit(&report),
     };
     out!("{rendered}");
     let failing = report.count(Severity::Error) > 0
-        || (fail_on == FailOn::Warning && report.count(Severity::Warning) > 0);
+        || (run.fail_on == FailOn::Warning && report.count(Severity::Warning) > 0);
     if failing {
         ExitCode::from(1)
     } else {
@@ -449,7 +541,7 @@ fn run_check(
     }
 }
 
-fn run_tests(dirs: &[PathBuf], update: bool) -> ExitCode {
+fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
     use crate::ci::testsuite::{self, CaseResult};
     let suites = testsuite::find_suites(dirs);
     if suites.is_empty() {
@@ -468,6 +560,9 @@ fn run_tests(dirs: &[PathBuf], update: bool) -> ExitCode {
         };
         for case in testsuite::cases(suite) {
             let display = case.display().to_string();
+            if filter.is_some_and(|f| !display.contains(f)) {
+                continue;
+            }
             match testsuite::run_case(&case, &rules, &display, update) {
                 Ok(CaseResult::Passed) => {
                     passed += 1;
@@ -573,7 +668,12 @@ fn run_explain(cluster: &PathBuf, pod: &PathBuf, output: ExplainOutput) -> ExitC
         ExplainOutput::Text => out!("{}", explain::text(&results)),
         ExplainOutput::Json => out!("{}", explain::json(&results)),
     }
-    ExitCode::SUCCESS
+    // Scripts can tell: 1 when no node fits.
+    if results.iter().any(|r| r.feasible) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 fn read_input(file: &str) -> Result<Vec<u8>, String> {
