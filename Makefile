@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test lint unit build bench bench-micro
+.PHONY: run test lint unit build bench bench-micro fuzz
 
 ## Start the admission server with the built-in rules and a generated dev certificate.
 run:
@@ -28,3 +28,14 @@ bench:
 ## criterion micro-benchmarks: per-rule review cost, check over the corpus, placement core.
 bench-micro:
 	$(CARGO) bench
+
+## Fuzz every target for FUZZ_SECONDS each (default 60) with libFuzzer; corpora seeded from
+## testdata (and ../shared/corpus/real when present). Needs the nightly toolchain.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= review manifest rule_file cluster_dump
+fuzz:
+	command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+	bash fuzz/seed.sh
+	for t in $(FUZZ_TARGETS); do \
+	  $(CARGO) +nightly fuzz run $$t fuzz/corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=10 || exit 1; \
+	done

@@ -225,7 +225,7 @@ async fn rule_file_changes_apply_without_a_restart_and_a_bad_file_is_refused() {
 
 #[actix_rt::test]
 async fn sigterm_finishes_in_flight_requests_then_exits() {
-    let mut s = start(&["--shutdown-timeout", "10"]);
+    let mut s = start(&["--shutdown-timeout", "10", "--shutdown-delay", "0"]);
     let mut probe = RawConn::connect(&s.base, &s.ca).unwrap();
     assert_eq!(probe.get("/readyz"), Ok(200));
 
@@ -333,4 +333,127 @@ async fn json_logs_have_one_line_per_decision_that_changes_something() {
     let decisions = decision_lines(&s, 1).await;
     assert_eq!(decisions[0]["fields"]["verdict"], "allowed");
     assert_eq!(decisions[0]["level"], "DEBUG");
+}
+
+/// SIGTERM under load: readiness turns 503 at once while the server keeps answering for the
+/// delay, busy keep-alive connections are closed only between requests, and every request sent
+/// gets an answer.
+#[actix_rt::test]
+async fn sigterm_under_load_answers_every_request() {
+    let mut s = start(&["--shutdown-delay", "2", "--shutdown-timeout", "10"]);
+    let body = fixture("pod-create-denied.validate.json");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        let (base, ca, body, stop) = (s.base.clone(), s.ca.clone(), body.clone(), stop.clone());
+        clients.push(std::thread::spawn(move || {
+            let (mut answered, mut failed, mut closed) = (0, Vec::new(), 0);
+            let mut conn = RawConn::connect(&base, &ca).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match conn.post("/validate", &body) {
+                    Ok((200, close)) => {
+                        answered += 1;
+                        if close {
+                            closed += 1;
+                            // The server asked to move off this connection. Like the apiserver
+                            // behind a Service, go on only while the pod is a ready endpoint.
+                            let ready = RawConn::connect(&base, &ca)
+                                .and_then(|mut p| p.get("/readyz"))
+                                .is_ok_and(|s| s == 200);
+                            match RawConn::connect(&base, &ca) {
+                                Ok(c) if ready => conn = c,
+                                _ => break,
+                            }
+                        }
+                    }
+                    other => {
+                        failed.push(format!("{other:?}"));
+                        break;
+                    }
+                }
+            }
+            (answered, failed, closed)
+        }));
+    }
+    actix_rt::time::sleep(Duration::from_millis(500)).await;
+    std::process::Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    // During the delay: still accepting, and not ready.
+    let mut probe = RawConn::connect(&s.base, &s.ca).expect("still accepting during the delay");
+    assert_eq!(probe.get("/readyz"), Ok(503));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "server did not exit");
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(status.success(), "{status:?}");
+    let (mut answered, mut closed) = (0, 0);
+    for c in clients {
+        let (a, failed, cl) = c.join().unwrap();
+        assert!(failed.is_empty(), "unanswered requests: {failed:?}");
+        answered += a;
+        closed += cl;
+    }
+    assert!(answered >= 16, "only {answered} requests answered");
+    assert!(
+        closed >= 8,
+        "every busy connection was closed between requests: {closed}"
+    );
+}
+
+/// A body that trickles in is cut off after the request timeout, other methods get 405 with
+/// `Allow`, and refused bodies are counted.
+#[actix_rt::test]
+async fn slow_bodies_wrong_methods_and_large_bodies() {
+    let s = start(&["--request-timeout", "2"]);
+    let mut conn = RawConn::connect(&s.base, &s.ca).unwrap();
+    conn.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n");
+    let started = Instant::now();
+    let mut answer = None;
+    for _ in 0..20 {
+        // One byte every half second, for as long as the server takes it.
+        if conn.write_some(b"{").is_err() {
+            break;
+        }
+        if started.elapsed() > Duration::from_secs(3) {
+            answer = Some(conn.read_response_closing());
+            break;
+        }
+        actix_rt::time::sleep(Duration::from_millis(500)).await;
+    }
+    // Either a 408 or the connection closed; what matters is that it was not held.
+    if let Some(Ok((status, _, _))) = answer {
+        assert_eq!(status, 408);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the trickling connection was held for {:?}",
+        started.elapsed()
+    );
+    let c = client(&s.ca);
+    let r = c.get(format!("{}/validate", s.base)).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    assert_eq!(r.headers().get("allow").unwrap(), "POST");
+    let r = c.post(format!("{}/healthz", s.base)).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    assert_eq!(r.headers().get("allow").unwrap(), "GET");
+    let r = c
+        .post(format!("{}/validate", s.base))
+        .send_body(vec![b' '; 11 * 1024 * 1024])
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    let text = metrics_text(&s.base, &s.ca).await;
+    for want in [
+        r#"placement_guard_admission_requests_total{endpoint="validate",rule="none",verdict="too_large"} 1"#,
+        r#"placement_guard_admission_requests_total{endpoint="validate",rule="none",verdict="timeout"} 1"#,
+    ] {
+        assert!(text.contains(want), "missing {want}\n{text}");
+    }
 }

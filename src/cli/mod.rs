@@ -108,9 +108,16 @@ pub enum Command {
         /// How often (seconds) the certificate pair and the rule file are checked for changes.
         #[arg(long, default_value_t = 2)]
         reload_interval: u64,
-        /// On SIGTERM, how long (seconds) in-flight requests may take before the server exits.
+        /// On SIGTERM, how long (seconds) the server keeps accepting and answering, with
+        /// /readyz at 503, while the pod's endpoints are removed.
+        #[arg(long, default_value_t = 5)]
+        shutdown_delay: u64,
+        /// Then how long (seconds) in-flight requests may take before the server exits.
         #[arg(long, default_value_t = 20)]
         shutdown_timeout: u64,
+        /// How long (seconds) a request's head and body may take to arrive.
+        #[arg(long, default_value_t = 10)]
+        request_timeout: u64,
     },
     /// Answer one AdmissionReview offline, exactly as /validate (or /mutate) would.
     Review {
@@ -280,7 +287,9 @@ pub fn run() -> ExitCode {
             workers,
             log_format,
             reload_interval,
+            shutdown_delay,
             shutdown_timeout,
+            request_timeout,
         } => {
             let _log_guard = init_logging(log_format);
             let (rules, rules_bytes) = match load_rules_with_bytes(rules_path.as_ref()) {
@@ -314,7 +323,9 @@ pub fn run() -> ExitCode {
                 rules_bytes,
                 workers,
                 reload_interval: std::time::Duration::from_secs(reload_interval.max(1)),
+                shutdown_delay: std::time::Duration::from_secs(shutdown_delay),
                 shutdown_timeout: std::time::Duration::from_secs(shutdown_timeout),
+                request_timeout: std::time::Duration::from_secs(request_timeout.max(1)),
             };
             match actix_web::rt::System::new().block_on(server::serve(opts)) {
                 Ok(()) => ExitCode::SUCCESS,

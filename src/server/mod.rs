@@ -26,6 +26,10 @@ use tls::CertPair;
 /// carries two of them.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
+/// How long the head and the body of a request may take to arrive by default. kube-apiserver
+/// sends a whole body at once, within its webhook timeout of at most 30 s.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Above this size the evaluation runs on the blocking pool, off the async workers.
 const INLINE_BODY_BYTES: usize = 256 * 1024;
 
@@ -33,6 +37,11 @@ pub struct State {
     rules: RwLock<Arc<RuleSet>>,
     pub metrics: Metrics,
     ready: AtomicBool,
+    /// Set on SIGTERM: answers carry `Connection: close`, so clients leave keep-alive
+    /// connections between requests before the server stops accepting.
+    stopping: AtomicBool,
+    /// How long a request's body may take to arrive.
+    body_timeout: Duration,
 }
 
 impl State {
@@ -41,6 +50,8 @@ impl State {
             rules: RwLock::new(Arc::new(rules)),
             metrics: Metrics::new(),
             ready: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            body_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 
@@ -59,14 +70,37 @@ impl State {
     }
 }
 
-/// Routes shared by `main` and the tests.
+/// Routes shared by `main` and the tests. Another method on a known path is 405 with `Allow`.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
-        .route("/validate", web::post().to(validate))
-        .route("/mutate", web::post().to(mutate))
-        .route("/healthz", web::get().to(healthz))
-        .route("/readyz", web::get().to(readyz))
-        .route("/metrics", web::get().to(metrics));
+    let only = |method: &'static str| {
+        web::to(move || async move {
+            HttpResponse::MethodNotAllowed()
+                .insert_header(("Allow", method))
+                .content_type("text/plain")
+                .body(format!("only {method} is allowed here\n"))
+        })
+    };
+    cfg.service(
+        web::resource("/validate")
+            .route(web::post().to(validate))
+            .default_service(only("POST")),
+    )
+    .service(
+        web::resource("/mutate")
+            .route(web::post().to(mutate))
+            .default_service(only("POST")),
+    );
+    for (path, handler) in [
+        ("/healthz", web::get().to(healthz)),
+        ("/readyz", web::get().to(readyz)),
+        ("/metrics", web::get().to(metrics)),
+    ] {
+        cfg.service(
+            web::resource(path)
+                .route(handler)
+                .default_service(only("GET")),
+        );
+    }
 }
 
 async fn healthz() -> HttpResponse {
@@ -89,17 +123,64 @@ async fn metrics(state: web::Data<State>) -> HttpResponse {
         .body(state.metrics.encode())
 }
 
-async fn validate(state: web::Data<State>, body: web::Bytes) -> HttpResponse {
+async fn validate(state: web::Data<State>, body: web::Payload) -> HttpResponse {
     handle(state, body, Endpoint::Validate).await
 }
 
-async fn mutate(state: web::Data<State>, body: web::Bytes) -> HttpResponse {
+async fn mutate(state: web::Data<State>, body: web::Payload) -> HttpResponse {
     handle(state, body, Endpoint::Mutate).await
 }
 
-async fn handle(state: web::Data<State>, body: web::Bytes, endpoint: Endpoint) -> HttpResponse {
+/// A body that was not read: status, metrics verdict, reason.
+type Refused = (StatusCode, &'static str, String);
+
+/// Reads a body within the size limit and the request timeout, so a client that trickles a body
+/// cannot hold a connection.
+async fn read_body(state: &State, payload: web::Payload) -> Result<web::Bytes, Refused> {
+    match actix_web::rt::time::timeout(state.body_timeout, payload.to_bytes_limited(MAX_BODY_BYTES))
+        .await
+    {
+        Ok(Ok(Ok(body))) => Ok(body),
+        Ok(Ok(Err(e))) => Err((
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("cannot read the request body: {e}"),
+        )),
+        Ok(Err(_)) => Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!("request body over {} MiB", MAX_BODY_BYTES >> 20),
+        )),
+        Err(_) => Err((
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            format!(
+                "request body not received within {} s",
+                state.body_timeout.as_secs()
+            ),
+        )),
+    }
+}
+
+async fn handle(
+    state: web::Data<State>,
+    payload: web::Payload,
+    endpoint: Endpoint,
+) -> HttpResponse {
     let start = Instant::now();
     let _in_flight = state.metrics.in_flight();
+    let body = match read_body(&state, payload).await {
+        Ok(b) => b,
+        Err((status, verdict, reason)) => {
+            state
+                .metrics
+                .observe_failure(endpoint, verdict, start.elapsed());
+            tracing::warn!(error = %reason, "bad admission request");
+            return HttpResponse::build(status)
+                .content_type("text/plain; charset=utf-8")
+                .body(reason);
+        }
+    };
     let rules = state.rules();
     let result = if body.len() > INLINE_BODY_BYTES {
         match web::block(move || admission::review(&body, endpoint, &rules)).await {
@@ -187,7 +268,12 @@ pub struct ServeOptions {
     pub rules_bytes: Option<Vec<u8>>,
     pub workers: Option<usize>,
     pub reload_interval: Duration,
+    /// After SIGTERM, how long the server keeps accepting and answering (readiness 503) while
+    /// the pod's endpoints are removed, before it stops accepting.
+    pub shutdown_delay: Duration,
     pub shutdown_timeout: Duration,
+    /// How long the head and the body of a request may take to arrive.
+    pub request_timeout: Duration,
 }
 
 /// Watches the certificate pair and the rule file, and swaps in new versions that load; a
@@ -199,53 +285,82 @@ struct Reloader {
     rules_path: Option<PathBuf>,
     last_cert: Option<(Vec<u8>, Vec<u8>)>,
     last_rules: Option<Vec<u8>>,
+    /// Whether the files could not be read at the last tick (logged once, not every tick).
+    cert_unreadable: bool,
+    rules_unreadable: bool,
 }
 
 impl Reloader {
     fn tick(&mut self) {
-        if let (Ok(c), Ok(k)) = (
+        match (
             std::fs::read(&self.cert.cert),
             std::fs::read(&self.cert.key),
         ) {
-            let pair = (c, k);
-            if self.last_cert.as_ref() != Some(&pair) {
-                self.last_cert = Some(pair);
-                match tls::acceptor(&self.cert) {
-                    Ok(b) => {
-                        let ctx = b.build().into_context();
-                        if let Ok(mut cur) = self.tls.write() {
-                            *cur = ctx;
-                        }
-                        self.state
-                            .metrics
-                            .cert_expiry(tls::not_after_unix(&self.cert.cert).ok());
-                        self.state.metrics.tls_reload(true);
-                        tracing::info!(cert = %self.cert.cert.display(), "reloaded the TLS certificate");
+            (Ok(c), Ok(k)) => {
+                self.cert_unreadable = false;
+                let pair = (c, k);
+                if self.last_cert.as_ref() != Some(&pair) {
+                    self.last_cert = Some(pair);
+                    self.load_cert();
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                if !self.cert_unreadable {
+                    self.cert_unreadable = true;
+                    tracing::warn!(cert = %self.cert.cert.display(), key = %self.cert.key.display(), error = %e, "cannot read the TLS certificate or key; the loaded one keeps serving");
+                }
+            }
+        }
+        if let Some(path) = self.rules_path.clone() {
+            match std::fs::read(&path) {
+                Ok(bytes) => {
+                    self.rules_unreadable = false;
+                    if self.last_rules.as_ref() != Some(&bytes) {
+                        let text = String::from_utf8_lossy(&bytes).to_string();
+                        self.last_rules = Some(bytes);
+                        self.load_rules(&path, &text);
                     }
-                    Err(e) => {
-                        self.state.metrics.tls_reload(false);
-                        tracing::error!(error = %format!("{e:#}"), "refused a new TLS certificate; the old one keeps serving");
+                }
+                Err(e) => {
+                    if !self.rules_unreadable {
+                        self.rules_unreadable = true;
+                        tracing::warn!(rules = %path.display(), error = %e, "cannot read the rule file; the loaded rules stay in force");
                     }
                 }
             }
         }
-        if let Some(path) = &self.rules_path {
-            if let Ok(bytes) = std::fs::read(path) {
-                if self.last_rules.as_ref() != Some(&bytes) {
-                    let text = String::from_utf8_lossy(&bytes).to_string();
-                    self.last_rules = Some(bytes);
-                    match RuleSet::from_yaml(&path.display().to_string(), &text) {
-                        Ok(r) => {
-                            self.state.set_rules(r);
-                            self.state.metrics.rules_reload(true);
-                            tracing::info!(rules = %path.display(), "reloaded the rule file");
-                        }
-                        Err(e) => {
-                            self.state.metrics.rules_reload(false);
-                            tracing::error!(error = %e, "refused a new rule file; the old rules stay in force");
-                        }
-                    }
+    }
+
+    fn load_cert(&mut self) {
+        match tls::acceptor(&self.cert) {
+            Ok(b) => {
+                let ctx = b.build().into_context();
+                if let Ok(mut cur) = self.tls.write() {
+                    *cur = ctx;
                 }
+                self.state
+                    .metrics
+                    .cert_expiry(tls::not_after_unix(&self.cert.cert).ok());
+                self.state.metrics.tls_reload(true);
+                tracing::info!(cert = %self.cert.cert.display(), "reloaded the TLS certificate");
+            }
+            Err(e) => {
+                self.state.metrics.tls_reload(false);
+                tracing::error!(error = %format!("{e:#}"), "refused a new TLS certificate; the old one keeps serving");
+            }
+        }
+    }
+
+    fn load_rules(&mut self, path: &std::path::Path, text: &str) {
+        match RuleSet::from_yaml(&path.display().to_string(), text) {
+            Ok(r) => {
+                self.state.set_rules(r);
+                self.state.metrics.rules_reload(true);
+                tracing::info!(rules = %path.display(), "reloaded the rule file");
+            }
+            Err(e) => {
+                self.state.metrics.rules_reload(false);
+                tracing::error!(error = %e, "refused a new rule file; the old rules stay in force");
             }
         }
     }
@@ -270,18 +385,42 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
         Ok(ClientHelloResponse::SUCCESS)
     });
 
-    let state = web::Data::new(State::new(opts.rules));
+    let mut state = State::new(opts.rules);
+    state.body_timeout = opts.request_timeout;
+    let state = web::Data::new(state);
     state
         .metrics
         .cert_expiry(tls::not_after_unix(&opts.cert.cert).ok());
     let app_state = state.clone();
-    let mut server =
-        HttpServer::new(move || App::new().app_data(app_state.clone()).configure(configure))
-            .disable_signals()
-            // As Go's net package does for the apiserver's side: answers are small and must not
-            // wait for the peer's delayed ACK.
-            .tcp_nodelay(true)
-            .shutdown_timeout(opts.shutdown_timeout.as_secs());
+    let mut server = HttpServer::new(move || {
+        let stopping = app_state.clone();
+        App::new()
+            .app_data(app_state.clone())
+            // While stopping, every answer closes its connection, so clients move off
+            // keep-alive connections between requests, never in the middle of one.
+            .wrap_fn(move |req, srv| {
+                use actix_web::dev::Service as _;
+                let close = stopping.stopping.load(Ordering::Acquire);
+                let fut = srv.call(req);
+                async move {
+                    let mut res = fut.await?;
+                    if close {
+                        res.response_mut()
+                            .head_mut()
+                            .set_connection_type(actix_web::http::ConnectionType::Close);
+                    }
+                    Ok(res)
+                }
+            })
+            .configure(configure)
+    })
+    .disable_signals()
+    // As Go's net package does for the apiserver's side: answers are small and must not
+    // wait for the peer's delayed ACK.
+    .tcp_nodelay(true)
+    // A request head that trickles in is cut off (the body has its own deadline).
+    .client_request_timeout(opts.request_timeout)
+    .shutdown_timeout(opts.shutdown_timeout.as_secs());
     if let Some(w) = opts.workers {
         server = server.workers(w);
     }
@@ -300,6 +439,8 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
         rules_path: opts.rules_path.clone(),
         last_cert: loaded_cert,
         last_rules: opts.rules_bytes.clone(),
+        cert_unreadable: false,
+        rules_unreadable: false,
     };
     let interval = opts.reload_interval;
     actix_web::rt::spawn(async move {
@@ -310,9 +451,16 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     });
 
     let stop_state = state.clone();
+    let delay = opts.shutdown_delay;
     actix_web::rt::spawn(async move {
         wait_for_stop_signal().await;
         stop_state.ready.store(false, Ordering::Release);
+        stop_state.stopping.store(true, Ordering::Release);
+        tracing::info!(
+            delay_seconds = delay.as_secs_f64(),
+            "stop signal: not ready, still serving while the endpoints are removed"
+        );
+        actix_web::rt::time::sleep(delay).await;
         tracing::info!("stop signal: finishing in-flight requests");
         handle.stop(true).await;
     });

@@ -10,7 +10,7 @@ use openssl::ec::{EcGroup, EcKey};
 use openssl::hash::MessageDigest;
 use openssl::nid::Nid;
 use openssl::pkey::PKey;
-use openssl::ssl::{SslAcceptor, SslAcceptorBuilder, SslFiletype, SslMethod};
+use openssl::ssl::{SslAcceptor, SslAcceptorBuilder, SslMethod};
 use openssl::x509::extension::{
     AuthorityKeyIdentifier, BasicConstraints, ExtendedKeyUsage, SubjectAlternativeName,
     SubjectKeyIdentifier,
@@ -102,15 +102,43 @@ pub fn not_after_unix(cert: &Path) -> Result<i64> {
     Ok(i64::from(d.days) * 86_400 + i64::from(d.secs))
 }
 
-/// An acceptor for `pair` (TLS 1.2+, Mozilla intermediate settings).
+/// An acceptor for `pair` (TLS 1.2+, Mozilla intermediate settings). Errors are one line that
+/// names the file, not OpenSSL's error stack.
 pub fn acceptor(pair: &CertPair) -> Result<SslAcceptorBuilder> {
+    let read = |what: &str, p: &Path| {
+        std::fs::read(p)
+            .map_err(|e| anyhow::anyhow!("cannot read the TLS {what} {}: {e}", p.display()))
+    };
+    let key_pem = read("key", &pair.key)?;
+    let cert_pem = read("certificate", &pair.cert)?;
+    let key = openssl::pkey::PKey::private_key_from_pem(&key_pem).map_err(|_| {
+        anyhow::anyhow!(
+            "the TLS key {} is not a PEM private key",
+            pair.key.display()
+        )
+    })?;
+    let chain = X509::stack_from_pem(&cert_pem)
+        .ok()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "the TLS certificate {} holds no PEM certificate",
+                pair.cert.display()
+            )
+        })?;
     let mut b = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server())?;
-    b.set_private_key_file(&pair.key, SslFiletype::PEM)
-        .with_context(|| format!("loading TLS key {}", pair.key.display()))?;
-    b.set_certificate_chain_file(&pair.cert)
-        .with_context(|| format!("loading TLS certificate {}", pair.cert.display()))?;
-    b.check_private_key()
-        .context("the TLS key does not match the certificate")?;
+    b.set_private_key(&key)?;
+    b.set_certificate(&chain[0])?;
+    for extra in &chain[1..] {
+        b.add_extra_chain_cert(extra.clone())?;
+    }
+    b.check_private_key().map_err(|_| {
+        anyhow::anyhow!(
+            "the TLS key {} does not match the certificate {}",
+            pair.key.display(),
+            pair.cert.display()
+        )
+    })?;
     Ok(b)
 }
 
@@ -137,6 +165,26 @@ mod tests {
             .collect();
         assert_eq!(names[0], "localhost");
         assert_eq!(names.len(), 3);
+        // Broken pairs: one line naming the file.
+        let missing = CertPair {
+            cert: pair.cert.clone(),
+            key: dir.join("missing.key"),
+        };
+        let e = acceptor(&missing).err().unwrap().to_string();
+        assert!(
+            e.starts_with("cannot read the TLS key ")
+                && e.ends_with("missing.key: No such file or directory (os error 2)"),
+            "{e}"
+        );
+        let swapped = CertPair {
+            cert: pair.key.clone(),
+            key: pair.key.clone(),
+        };
+        let e = format!("{:#}", acceptor(&swapped).err().unwrap());
+        assert!(
+            e.contains("holds no PEM certificate") && !e.contains('\n'),
+            "{e}"
+        );
         std::fs::remove_dir_all(dir).ok();
     }
 }

@@ -130,6 +130,15 @@ impl RawConn {
         Ok(RawConn { stream })
     }
 
+    /// Writes, reporting a closed connection instead of panicking.
+    pub fn write_some(&mut self, data: &[u8]) -> Result<(), String> {
+        use std::io::Write;
+        self.stream
+            .write_all(data)
+            .and_then(|()| self.stream.flush())
+            .map_err(|e| e.to_string())
+    }
+
     pub fn write(&mut self, data: &[u8]) {
         use std::io::Write;
         self.stream.write_all(data).unwrap();
@@ -138,6 +147,24 @@ impl RawConn {
 
     /// Reads one response: status and body (Content-Length framing).
     pub fn read_response(&mut self) -> Result<(u16, Vec<u8>), String> {
+        self.read_response_closing().map(|(s, b, _)| (s, b))
+    }
+
+    /// One POST on this connection: status, and whether the server closes the connection after
+    /// it (`Connection: close`).
+    pub fn post(&mut self, path: &str, body: &[u8]) -> Result<(u16, bool), String> {
+        use std::io::Write;
+        let head = format!("POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len());
+        self.stream
+            .write_all(head.as_bytes())
+            .and_then(|()| self.stream.write_all(body))
+            .and_then(|()| self.stream.flush())
+            .map_err(|e| e.to_string())?;
+        self.read_response_closing().map(|(s, _, close)| (s, close))
+    }
+
+    /// Reads one response: status, body, and whether it says `Connection: close`.
+    pub fn read_response_closing(&mut self) -> Result<(u16, Vec<u8>, bool), String> {
         use std::io::Read;
         let mut buf = Vec::new();
         let mut byte = [0u8; 1];
@@ -162,11 +189,14 @@ impl RawConn {
                     .map(|v| v.trim().parse().unwrap_or(0))
             })
             .unwrap_or(0);
+        let close = head
+            .lines()
+            .any(|l| l.to_ascii_lowercase().replace(' ', "") == "connection:close");
         let mut body = vec![0u8; len];
         self.stream
             .read_exact(&mut body)
             .map_err(|e| e.to_string())?;
-        Ok((status, body))
+        Ok((status, body, close))
     }
 
     pub fn get(&mut self, path: &str) -> Result<u16, String> {
