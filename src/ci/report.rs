@@ -198,8 +198,44 @@ const INPUT_RULES: [(&str, &str); 3] = [
     (RULE_UNREADABLE, "The file cannot be read"),
 ];
 
-/// SARIF 2.1.0 for GitHub code scanning.
-pub fn sarif(r: &Report) -> String {
+/// `%SRCROOT%`: the directory relative paths are relative to.
+const SRCROOT: &str = "%SRCROOT%";
+
+/// Characters a URI path may not carry as they are (RFC 3986 pchar, with `/` kept).
+const PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+fn encode_path(p: &str) -> String {
+    percent_encoding::utf8_percent_encode(p, PATH).to_string()
+}
+
+/// Where a diagnostic's file is, as SARIF wants it: a relative URI against `%SRCROOT%`, an
+/// absolute `file:` URI outside it, or `stdin`.
+fn artifact(file: &str, root: Option<&str>) -> (String, Option<&'static str>) {
+    if file == "<stdin>" {
+        return ("stdin".to_string(), None);
+    }
+    if !file.starts_with('/') {
+        return (encode_path(file.trim_start_matches("./")), Some(SRCROOT));
+    }
+    let root = root.map(|r| r.trim_end_matches('/'));
+    match root
+        .and_then(|r| file.strip_prefix(r))
+        .and_then(|rest| rest.strip_prefix('/'))
+    {
+        Some(rel) => (encode_path(rel), Some(SRCROOT)),
+        None => (format!("file://{}", encode_path(file)), None),
+    }
+}
+
+/// SARIF 2.1.0 for GitHub code scanning. `root` is the absolute directory relative file names
+/// are relative to (the working directory); relative artifact URIs name it through
+/// `%SRCROOT%`.
+pub fn sarif(r: &Report, root: Option<&str>) -> String {
     use serde_sarif::sarif::{
         ArtifactLocation, Location, Message, MultiformatMessageString, PhysicalLocation, Region,
         ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent,
@@ -239,9 +275,15 @@ pub fn sarif(r: &Report) -> String {
                 .locations(vec![Location::builder()
                     .physical_location(
                         PhysicalLocation::builder()
-                            .artifact_location(
-                                ArtifactLocation::builder().uri(d.file.clone()).build(),
-                            )
+                            .artifact_location({
+                                let (uri, base) = artifact(&d.file, root);
+                                match base {
+                                    Some(b) => {
+                                        ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
+                                    }
+                                    None => ArtifactLocation::builder().uri(uri).build(),
+                                }
+                            })
                             .region(
                                 Region::builder()
                                     .start_line(d.line as i64)
@@ -266,7 +308,25 @@ pub fn sarif(r: &Report) -> String {
     let sarif = Sarif::builder()
         .version(serde_json::json!("2.1.0"))
         .schema(serde_sarif::sarif::SCHEMA_URL)
-        .runs(vec![Run::builder().tool(tool).results(results).build()])
+        .runs(vec![match root {
+            Some(root) => {
+                let base = ArtifactLocation::builder()
+                    .uri(format!(
+                        "file://{}/",
+                        encode_path(root.trim_end_matches('/'))
+                    ))
+                    .build();
+                Run::builder()
+                    .tool(tool)
+                    .results(results)
+                    .original_uri_base_ids(std::collections::BTreeMap::from([(
+                        SRCROOT.to_string(),
+                        base,
+                    )]))
+                    .build()
+            }
+            None => Run::builder().tool(tool).results(results).build(),
+        }])
         .build();
     let mut s = serde_json::to_string_pretty(&sarif).unwrap_or_default();
     s.push('\n');

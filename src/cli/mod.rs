@@ -539,7 +539,10 @@ fn run_check(run: CheckRun) -> ExitCode {
         Output::Text if run.quiet => report::findings_text(&report, use_color),
         Output::Text => report::text(&report, use_color),
         Output::Json => report::json(&report),
-        Output::Sarif => report::sarif(&report),
+        Output::Sarif => {
+            let root = std::env::current_dir().ok();
+            report::sarif(&report, root.as_ref().and_then(|r| r.to_str()))
+        }
         Output::Junit => report::junit(&report),
     };
     out!("{rendered}");

@@ -65,7 +65,7 @@ fn every_output_format() {
     let r = run_on_testdata();
     insta::assert_snapshot!("text", report::text(&r, false));
     insta::assert_snapshot!("json", report::json(&r));
-    insta::assert_snapshot!("sarif", report::sarif(&r));
+    insta::assert_snapshot!("sarif", report::sarif(&r, Some("/src/project")));
     insta::assert_snapshot!("junit", report::junit(&r));
 }
 
@@ -79,7 +79,8 @@ fn colors_only_when_asked() {
 #[test]
 fn sarif_is_valid_sarif_2_1_0() {
     let r = run_on_testdata();
-    let v: serde_json::Value = serde_json::from_str(&report::sarif(&r)).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&report::sarif(&r, Some("/src/project"))).unwrap();
     assert_eq!(v["version"], "2.1.0");
     let results = v["runs"][0]["results"].as_array().unwrap();
     assert_eq!(results.len(), r.diagnostics.len());
@@ -144,5 +145,91 @@ spec:
         d[0].message.contains("across all namespaces"),
         "{}",
         d[0].message
+    );
+}
+
+/// The official SARIF 2.1.0 schema (vendored from Microsoft's jest-sarif package), with formats
+/// checked, and what Microsoft's validator adds: URIs percent-encoded, relative URIs against a
+/// declared base, every result's rule in the rule table.
+#[test]
+fn sarif_passes_the_schema_and_the_validator_rules() {
+    let mut c = Checker::new(&RuleSet::default());
+    let bad = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/manifests/zone-anti-affinity.yaml"
+    ))
+    .unwrap();
+    for name in [
+        "<stdin>",
+        "dir with space/a#b%c.yaml",
+        "./rel.yaml",
+        "/src/project/inside/x.yaml",
+        "/elsewhere/y z.yaml",
+    ] {
+        c.check_text(name, &bad);
+    }
+    c.unreadable("unreadable.yaml", "cannot read: denied".into());
+    c.check_text("broken.yaml", "a: [1,\n");
+    let r = c.finish();
+    let out: serde_json::Value =
+        serde_json::from_str(&report::sarif(&r, Some("/src/project"))).unwrap();
+    let mut schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata/sarif-2.1.0-rtm.5.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    // rtm.5 ships one language pattern that is not a valid regex (an unbalanced `]`), in two
+    // places; the OASIS errata schema reads it as below. Everything else is used as published.
+    for def in ["run", "toolComponent"] {
+        schema["definitions"][def]["properties"]["language"]["pattern"] =
+            serde_json::json!("^[a-zA-Z]{2}(-[a-zA-Z]{2})?$");
+    }
+    let validator = jsonschema::draft4::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .unwrap();
+    let errors: Vec<String> = validator.iter_errors(&out).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let run = &out["runs"][0];
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let mut uris = Vec::new();
+    for res in run["results"].as_array().unwrap() {
+        assert!(rules.contains(&res["ruleId"].as_str().unwrap()), "{res}");
+        let loc = &res["locations"][0]["physicalLocation"]["artifactLocation"];
+        let uri = loc["uri"].as_str().unwrap();
+        assert!(
+            !uri.contains(' ') && !uri.contains('#') && !uri.contains('<'),
+            "{uri}"
+        );
+        if !uri.starts_with("file://") && uri != "stdin" {
+            let base = loc["uriBaseId"].as_str().unwrap();
+            assert!(run["originalUriBaseIds"][base]["uri"]
+                .as_str()
+                .unwrap()
+                .ends_with('/'));
+        }
+        uris.push(uri.to_string());
+    }
+    uris.sort();
+    uris.dedup();
+    assert_eq!(
+        uris,
+        [
+            "broken.yaml",
+            "dir%20with%20space/a%23b%25c.yaml",
+            "file:///elsewhere/y%20z.yaml",
+            "inside/x.yaml",
+            "rel.yaml",
+            "stdin",
+            "unreadable.yaml",
+        ]
     );
 }
