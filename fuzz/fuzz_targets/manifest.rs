@@ -14,5 +14,5 @@ fuzz_target!(|bytes: &[u8]| {
     c.check_text("fuzz.yaml", &text);
     let r = c.finish();
     let _ = report::text(&r, false);
-    let _ = report::sarif(&r);
+    let _ = report::sarif(&r, Some("/src"));
 });
