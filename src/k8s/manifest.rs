@@ -204,14 +204,40 @@ fn list_items<'a, 'y>(doc: &'a MarkedYaml<'y>) -> Option<&'a [MarkedYaml<'y>]> {
     }
 }
 
+/// The mapping key written at a 1-based line and column.
+fn key_at(text: &str, line: usize, col: usize) -> Option<String> {
+    let rest: String = text
+        .lines()
+        .nth(line.checked_sub(1)?)?
+        .chars()
+        .skip(col - 1)
+        .collect();
+    let key = rest
+        .split(':')
+        .next()?
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'');
+    (!key.is_empty()).then(|| key.to_string())
+}
+
 /// Reads every document of a file; `kind: List` documents are expanded into their items.
 /// Empty documents (a lone `---`, comments only) are dropped. Each object's positions are
 /// collected while it is read, so reading a List is linear in its size.
 pub fn parse(text: &str) -> Result<Vec<Object>, SyntaxError> {
-    let docs = MarkedYaml::load_from_str(text).map_err(|e| SyntaxError {
-        pos_line: e.marker().line(),
-        pos_col: e.marker().col() + 1,
-        message: e.info().to_string(),
+    let docs = MarkedYaml::load_from_str(text).map_err(|e| {
+        let (line, col) = (e.marker().line(), e.marker().col() + 1);
+        let mut message = e.info().to_string();
+        // Name the key the parser found twice.
+        if message.starts_with("duplicated key") {
+            if let Some(key) = key_at(text, line, col) {
+                message = format!("{message}: {key:?}");
+            }
+        }
+        SyntaxError {
+            pos_line: line,
+            pos_col: col,
+            message,
+        }
     })?;
     let mut out = Vec::new();
     let mut read = |node: &MarkedYaml| -> Result<(), SyntaxError> {
@@ -309,6 +335,14 @@ mod tests {
                 "map merge requires map or sequence of maps as the value"
             );
         }
+    }
+
+    #[test]
+    fn duplicate_keys_are_named() {
+        let err = parse("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nmetadata: {name: q}\n")
+            .unwrap_err();
+        assert_eq!(err.message, "duplicated key in mapping: \"metadata\"");
+        assert_eq!((err.pos_line, err.pos_col), (4, 1));
     }
 
     #[test]

@@ -45,6 +45,13 @@ pub struct LoadError {
 impl RuleSet {
     /// Parses a rule file. `origin` names it in errors (a path, or `<defaults>`).
     pub fn from_yaml(origin: &str, text: &str) -> Result<RuleSet, LoadError> {
+        // A file with nothing in it means every default.
+        if text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#') || l.trim() == "---")
+        {
+            return Ok(RuleSet::default());
+        }
         let mut path = String::new();
         let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
             serde_path_to_error::deserialize(de).map_err(|e| {
@@ -65,8 +72,8 @@ impl RuleSet {
                     origin: origin.to_string(),
                     line,
                     column,
-                    field,
-                    message: bare_message(&e.to_string()),
+                    field: field.replace(".?", " (a key that is not a string)"),
+                    message: plain_message(&path, &bare_message(&e.to_string())),
                 });
             }
         };
@@ -127,6 +134,35 @@ fn bare_message(rendered: &str) -> String {
     rest.to_string()
 }
 
+/// The values of the rule file's enum fields, by field name, for messages about a value of the
+/// wrong shape (serde names the values only for an unknown string). A test keeps them equal to
+/// what the types accept.
+const ENUM_VALUES: [(&str, &str); 4] = [
+    ("action", "deny, warn"),
+    ("clusterScope", "deny, warn, allow"),
+    ("namespaceScope", "deny, warn, allow"),
+    ("onUpdate", "newTermsOnly, allTerms"),
+];
+
+/// serde's wording for a value of the wrong shape, in a rule file author's words.
+fn plain_message(path: &str, message: &str) -> String {
+    let field = path.rsplit('.').next().unwrap_or("");
+    let one_of = ENUM_VALUES
+        .iter()
+        .find(|(f, _)| *f == field)
+        .map(|(_, v)| format!(": one of {v}"))
+        .unwrap_or_default();
+    match message {
+        "externally tagged enum expected scalar or mapping"
+        | "unexpected value for unit enum variant" => {
+            format!("expected a single value{one_of}")
+        }
+        "expected mapping start" => "expected a mapping of fields (`key: value`)".to_string(),
+        "expected sequence start" => "expected a list".to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// Line and column (1-based) of the first `key:` in a YAML text, for errors found after parsing.
 fn find_key(text: &str, key: &str) -> (u64, u64) {
     let needle = format!("{key}:");
@@ -146,6 +182,53 @@ mod tests {
     fn defaults_file_is_the_builtin_default() {
         let parsed = RuleSet::from_yaml("<defaults>", DEFAULT_RULES_YAML).unwrap();
         assert_eq!(parsed, RuleSet::default());
+    }
+
+    #[test]
+    fn an_empty_rule_file_means_the_defaults() {
+        for text in ["", "\n# just a comment\n", "---\n"] {
+            assert_eq!(
+                RuleSet::from_yaml("r.yaml", text).unwrap(),
+                RuleSet::default()
+            );
+        }
+    }
+
+    /// The values named for a value of the wrong shape are the ones the types accept.
+    #[test]
+    fn enum_values_in_messages_match_the_types() {
+        let sections = [
+            ("mutableDirectives", "action"),
+            ("topologySpread:\n    validate", "action"),
+            ("hardAntiAffinity", "clusterScope"),
+            ("hardAntiAffinity", "namespaceScope"),
+            ("hardAntiAffinity", "onUpdate"),
+            ("nodeSelection", "action"),
+            ("workloadSpread", "action"),
+        ];
+        for (section, field) in sections {
+            let indent = if section.contains('\n') {
+                "      "
+            } else {
+                "    "
+            };
+            let text = |v: &str| {
+                format!("apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  {section}:\n{indent}{field}: {v}\n")
+            };
+            let unknown = RuleSet::from_yaml("r.yaml", &text("bogus")).unwrap_err();
+            let listed = unknown
+                .message
+                .split("expected one of ")
+                .nth(1)
+                .unwrap()
+                .to_string();
+            let shaped = RuleSet::from_yaml("r.yaml", &text("[x]")).unwrap_err();
+            assert_eq!(
+                shaped.message,
+                format!("expected a single value: one of {listed}"),
+                "{section}.{field}"
+            );
+        }
     }
 
     #[test]
@@ -177,7 +260,19 @@ mod tests {
             ),
             (
                 format!("{head}    allowedUsers: alice\n"),
-                "r.yaml:5:19: spec.mutableDirectives.allowedUsers: expected sequence start",
+                "r.yaml:5:19: spec.mutableDirectives.allowedUsers: expected a list",
+            ),
+            (
+                format!("{head}    action: [deny]\n"),
+                "r.yaml:5:13: spec.mutableDirectives.action: expected a single value: one of deny, warn",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    clusterScope: {deny: 1}\n".to_string(),
+                "r.yaml:5:26: spec.hardAntiAffinity.clusterScope.deny: expected a single value",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity: 3\n".to_string(),
+                "r.yaml:4:21: spec.hardAntiAffinity: expected a mapping of fields (`key: value`)",
             ),
             (
                 format!("{head}    allowedUsers: [\"\"]\n"),
@@ -191,7 +286,7 @@ mod tests {
                 "apiVersion: placement-guard.io/v1alpha1\nkind: Policy\n".to_string(),
                 r#"r.yaml:2:1: kind: Unsupported value: "Policy": supported values: "RuleSet""#,
             ),
-            ("spec: [\n".to_string(), "r.yaml:1:7: spec: expected mapping start"),
+            ("spec: [\n".to_string(), "r.yaml:1:7: spec: expected a mapping of fields (`key: value`)"),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    clusterScope: block\n".to_string(),
                 "r.yaml:5:19: spec.hardAntiAffinity.clusterScope: unknown variant `block`, expected one of deny, warn, allow",

@@ -439,14 +439,20 @@ pub fn warnings(t: &PodTemplate) -> Vec<FieldError> {
                 p,
                 "without a labelSelector the constraint counts no pods and spreads nothing; select this workload's own pods",
             )),
-            Some(sel) if !selector_matches(sel, labels) => out.push(FieldError::invalid(
+            // An invalid selector is an error of its own; saying it does not match adds nothing.
+            Some(sel)
+                if validate_label_selector(sel, &p).is_empty()
+                    && !selector_matches(sel, labels) =>
+            {
+                out.push(FieldError::invalid(
                 p,
                 serde_json::to_value(sel).unwrap_or(Value::Null),
                 format!(
                     "does not match the pod's own labels ({}), so the pod is not counted by its own constraint and the spread drifts",
                     describe_labels(labels)
                 ),
-            )),
+            ))
+            }
             Some(_) => {}
         }
     }

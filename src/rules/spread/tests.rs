@@ -156,7 +156,9 @@ fn warnings_for_constraints_that_spread_nothing() {
         json!({"metadata": {"labels": {"app": "web"}}, "spec": {"topologySpreadConstraints": [
             {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
             {"maxSkew": 1, "topologyKey": "host", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "db"}}},
-            {"maxSkew": 1, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}
+            {"maxSkew": 1, "topologyKey": "rack", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}},
+            // An invalid operator is a validation error only, not also "does not match".
+            {"maxSkew": 1, "topologyKey": "row", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Bogus", "values": ["web"]}]}}
         ]}}),
     );
     let got: Vec<String> = warnings(&t).iter().map(|e| e.to_string()).collect();
