@@ -148,7 +148,7 @@ impl Checker {
         let template = match workload::parse_value(kind, v) {
             Ok(t) => t,
             Err(e) => {
-                let fp = FieldPath::new(&e.path);
+                let fp = FieldPath::parse(&e.path);
                 let d = on.diagnostic(
                     RULE_INVALID,
                     Severity::Error,
@@ -227,7 +227,7 @@ impl Checker {
                         obj,
                         object: &object,
                     };
-                    let path = FieldPath::new(&e.path);
+                    let path = FieldPath::parse(&e.path);
                     let d = on.diagnostic(
                         RULE_INVALID,
                         Severity::Error,

@@ -38,6 +38,25 @@ impl FieldPath {
         )
     }
 
+    /// Parses a path as serde and Kubernetes print it: `spec.containers[0].ports[1].name`.
+    pub fn parse(shown: &str) -> Self {
+        let mut segs = Vec::new();
+        for part in shown.split('.').filter(|s| !s.is_empty()) {
+            let (name, mut rest) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+            if !name.is_empty() {
+                segs.push(Segment::Field(Cow::Owned(name.to_string())));
+            }
+            while let Some((index, after)) = rest.split_once(']') {
+                match index.parse() {
+                    Ok(i) => segs.push(Segment::Index(i)),
+                    Err(_) => segs.push(Segment::Key(index.to_string())),
+                }
+                rest = after.strip_prefix('[').unwrap_or(after);
+            }
+        }
+        FieldPath(segs)
+    }
+
     pub fn child(&self, name: &'static str) -> Self {
         self.with(Segment::Field(Cow::Borrowed(name)))
     }
@@ -248,6 +267,24 @@ pub fn render_value(v: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn parses_what_it_prints() {
+        for p in [
+            "spec.topologySpreadConstraints[0].maxSkew",
+            "spec.containers[1].ports[2]",
+            "spec",
+            "items[3]",
+        ] {
+            assert_eq!(FieldPath::parse(p).to_string(), p);
+        }
+        assert_eq!(
+            FieldPath::parse("spec.template.spec.tolerations[1].key")
+                .json_pointer()
+                .as_str(),
+            "/spec/template/spec/tolerations/1/key"
+        );
+    }
 
     #[test]
     fn renders_paths_like_kubernetes() {

@@ -233,3 +233,19 @@ fn sarif_passes_the_schema_and_the_validator_rules() {
         ]
     );
 }
+
+/// A value of the wrong type is reported at its field, not at the object.
+#[test]
+fn unreadable_fields_point_at_the_field() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  topologySpreadConstraints:\n  - maxSkew: \"1\"\n    topologyKey: zone\n    whenUnsatisfiable: DoNotSchedule\n";
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("p.yaml", text);
+    let r = c.finish();
+    let d = &r.diagnostics[0];
+    assert_eq!(
+        (d.rule.as_str(), d.line, d.column),
+        (RULE_INVALID, 6, 5),
+        "{d:?}"
+    );
+    assert_eq!(d.path, "spec.topologySpreadConstraints[0].maxSkew");
+}
