@@ -628,3 +628,170 @@ fn mutate_explains_each_refused_change_in_one_line() {
     }
     insta::assert_snapshot!(out);
 }
+
+mod property {
+    use super::*;
+    use crate::core::nodeselector::pod_node_constraint;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    const KEYS: [&str; 3] = ["a", "b", "c"];
+    const VALUES: [&str; 3] = ["1", "2", "3"];
+
+    fn requirement() -> impl Strategy<Value = Value> {
+        (0..KEYS.len(), 0..6usize, 0..VALUES.len(), 0..VALUES.len()).prop_map(|(k, op, v1, v2)| {
+            let op = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"][op];
+            match op {
+                "Exists" | "DoesNotExist" => json!({"key": KEYS[k], "operator": op}),
+                "Gt" | "Lt" => json!({"key": KEYS[k], "operator": op, "values": [VALUES[v1]]}),
+                _ => json!({"key": KEYS[k], "operator": op, "values": [VALUES[v1], VALUES[v2]]}),
+            }
+        })
+    }
+
+    fn term() -> impl Strategy<Value = Value> {
+        proptest::collection::vec(requirement(), 0..3)
+            .prop_map(|reqs| json!({"matchExpressions": reqs}))
+    }
+
+    fn node_selector() -> impl Strategy<Value = BTreeMap<String, String>> {
+        proptest::collection::btree_map(
+            (0..KEYS.len()).prop_map(|k| KEYS[k].to_string()),
+            (0..VALUES.len()).prop_map(|v| VALUES[v].to_string()),
+            0..3,
+        )
+    }
+
+    /// A gated pod: a nodeSelector and, maybe, required node affinity.
+    fn gated_pod() -> impl Strategy<Value = Value> {
+        (
+            node_selector(),
+            proptest::option::of(proptest::collection::vec(term(), 1..3)),
+        )
+            .prop_map(|(sel, terms)| {
+                let mut spec = json!({"schedulingGates": [{"name": "g"}], "nodeSelector": sel});
+                if let Some(t) = terms {
+                    spec["affinity"] = required(json!(t));
+                }
+                spec
+            })
+    }
+
+    /// Every label set over the alphabet.
+    fn nodes() -> Vec<BTreeMap<String, String>> {
+        let mut out = vec![BTreeMap::new()];
+        for k in KEYS {
+            out = out
+                .into_iter()
+                .flat_map(|n| {
+                    let mut with: Vec<BTreeMap<String, String>> = ["1", "2", "3", "4"]
+                        .iter()
+                        .map(|v| {
+                            let mut m = n.clone();
+                            m.insert(k.to_string(), v.to_string());
+                            m
+                        })
+                        .collect();
+                    with.push(n);
+                    with
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// Whether the placement core lets `spec` run on a node with `labels`.
+    fn may_run(spec: &PodSpec, labels: &BTreeMap<String, String>) -> bool {
+        match pod_node_constraint(spec.node_selector(), spec.required_node_selector_terms()) {
+            None => true,
+            Some(terms) => terms.iter().any(|t| t.matches_node(labels, "n")),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Whatever update the rule allows on a gated pod never widens where it may run. The
+        /// updates are edits of the old pod (keys added, changed or removed, requirements
+        /// appended, dropped or replaced, terms added or removed) or another pod altogether.
+        #[test]
+        fn allowed_updates_never_widen_the_nodes(
+            old in gated_pod(),
+            other in gated_pod(),
+            edits in proptest::collection::vec((0..7usize, 0..KEYS.len(), 0..VALUES.len(), requirement()), 0..4),
+        ) {
+            let mut new = old.clone();
+            for (what, k, v, req) in edits {
+                let key = KEYS[k];
+                let terms = &mut new["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+                match what {
+                    0 => new["nodeSelector"][key] = json!(VALUES[v]),
+                    1 => {
+                        if let Some(m) = new["nodeSelector"].as_object_mut() {
+                            m.remove(key);
+                        }
+                    }
+                    2 | 3 => {
+                        if let Some(t) = terms.as_array_mut().and_then(|t| t.get_mut(k % 2)) {
+                            let mut exprs = t["matchExpressions"].as_array().cloned().unwrap_or_default();
+                            if what == 2 {
+                                exprs.push(req);
+                            } else if !exprs.is_empty() {
+                                exprs.remove(v % exprs.len());
+                            }
+                            t["matchExpressions"] = json!(exprs);
+                        }
+                    }
+                    4 => {
+                        if let Some(t) = terms.as_array_mut() {
+                            t.push(json!({"matchExpressions": [req]}));
+                        }
+                    }
+                    5 => {
+                        if let Some(t) = terms.as_array_mut() {
+                            t.pop();
+                        }
+                    }
+                    _ => new = other.clone(),
+                }
+            }
+            let (old, new) = (spec(old), spec(new));
+            let problems = check(&old, &new, &User::default(), &MutableDirectives::default());
+            if problems.is_empty() {
+                for n in nodes() {
+                    prop_assert!(!may_run(&new, &n) || may_run(&old, &n), "{n:?}");
+                }
+            }
+        }
+
+        /// Adding nodeSelector keys, and appending requirements to existing terms, is always
+        /// allowed on a gated pod. (Not to an empty term: it matches no node, so requirements
+        /// would widen it, and the apiserver refuses that.)
+        #[test]
+        fn additions_are_always_allowed(
+            old in gated_pod(),
+            extra_key in (0..KEYS.len()),
+            extra_value in (0..VALUES.len()),
+            appended in proptest::collection::vec(requirement(), 0..3),
+        ) {
+            let mut new = old.clone();
+            let key = KEYS[extra_key];
+            if new["nodeSelector"].get(key).is_none() {
+                new["nodeSelector"][key] = json!(VALUES[extra_value]);
+            }
+            let terms = &mut new["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+            if let Some(terms) = terms.as_array_mut() {
+                for t in terms {
+                    let mut exprs = t["matchExpressions"].as_array().cloned().unwrap_or_default();
+                    if exprs.is_empty() {
+                        continue;
+                    }
+                    exprs.extend(appended.iter().cloned());
+                    t["matchExpressions"] = json!(exprs);
+                }
+            }
+            let problems = check(&spec(old), &spec(new), &User::default(), &MutableDirectives::default());
+            prop_assert!(problems.is_empty(), "{:?}", problems.iter().map(|p| p.error.to_string()).collect::<Vec<_>>());
+        }
+    }
+}
