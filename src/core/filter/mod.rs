@@ -186,8 +186,11 @@ impl<'a> PodState<'a> {
         if let Some(r) = self.affinity.filter(node) {
             out.push(Reason::new(NODE_AFFINITY, r));
         }
-        if let Some(r) = self.spread.filter(node) {
-            out.push(Reason::new(POD_TOPOLOGY_SPREAD, r));
+        if let Some((r, detail)) = self.spread.filter(node) {
+            out.push(Reason {
+                detail,
+                ..Reason::new(POD_TOPOLOGY_SPREAD, r)
+            });
         }
         if let Some(r) = self.inter_pod.filter(node) {
             out.push(Reason::new(INTER_POD_AFFINITY, r));

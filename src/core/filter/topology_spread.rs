@@ -113,17 +113,29 @@ impl<'a> PodTopologySpread<'a> {
     }
 
     /// Constraints in order, as the scheduler checks them: the first one the node lacks the key
-    /// of, or is skewed for, decides.
-    pub(super) fn filter(&self, node: &Node) -> Option<&'static str> {
+    /// of, or is skewed for, decides. A skew comes with the counts behind it.
+    pub(super) fn filter(&self, node: &Node) -> Option<(&'static str, Option<String>)> {
         for s in &self.constraints {
             let Some(value) = node.labels.get(s.key) else {
-                return Some(REASON_SPREAD_MISSING_LABEL);
+                return Some((REASON_SPREAD_MISSING_LABEL, None));
             };
             let Some(min) = s.min else { continue };
             let matched = s.counts.get(value.as_str()).copied().unwrap_or(0);
             let skew = matched + i64::from(s.self_match) - min;
             if skew > s.max_skew {
-                return Some(REASON_SPREAD);
+                let mut domains: Vec<(&&str, &i64)> = s.counts.iter().collect();
+                domains.sort();
+                let counts: Vec<String> =
+                    domains.iter().map(|(d, n)| format!("{d}: {n}")).collect();
+                return Some((
+                    REASON_SPREAD,
+                    Some(format!(
+                        "{}: {}; skew {skew} here, maxSkew {}",
+                        s.key,
+                        counts.join(", "),
+                        s.max_skew
+                    )),
+                ));
             }
         }
         None
