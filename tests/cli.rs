@@ -737,3 +737,30 @@ fn explain_exits_1_when_no_node_fits() {
     assert!(r.stdout.starts_with("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector."), "{}", r.stdout);
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Kruise injects nothing into the pods of a workload its WorkloadSpread does not target.
+#[test]
+fn explain_workloadspread_refuses_a_workload_it_does_not_target() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+    let dir = temp_dir("not-target");
+    let other = dir.join("other.yaml");
+    let cloneset = std::fs::read_to_string(format!("{d}/workloadspread/cloneset.yaml")).unwrap();
+    std::fs::write(&other, cloneset.replacen("name: web", "name: api", 1)).unwrap();
+    let r = run(
+        &[
+            "explain",
+            "--workloadspread",
+            &format!("{d}/workloadspread/zones.yaml"),
+            "--workload",
+            other.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("WorkloadSpread web-zones targets CloneSet.apps.kruise.io web, not CloneSet.apps.kruise.io api: Kruise injects nothing into this workload's pods"),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -380,8 +380,58 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&on.body).unwrap();
         assert_eq!(
             v["response"]["status"]["message"],
-            "spec.subsets: Invalid value: \"120%\": the percentages of maxReplicas add up to more than 100%"
+            "spec.subsets[1].maxReplicas: Invalid value: \"60%\": the percentages of maxReplicas add up to 120% by this subset, more than 100%"
         );
+    }
+
+    /// Kruise's TestValidateWorkloadSpreadTargetRefUpdate: group, kind and name are fixed on
+    /// UPDATE; the version may change.
+    #[test]
+    fn workloadspread_target_is_immutable_on_update() {
+        let spread = |api: &str, kind: &str, name: &str| {
+            serde_json::json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread", "metadata": {"name": "s"},
+                "spec": {"targetRef": {"apiVersion": api, "kind": kind, "name": name}, "subsets": [{"name": "a"}]}})
+        };
+        let update = |new: serde_json::Value| {
+            let body = serde_json::json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": {
+                "uid": "u", "kind": {"group": "apps.kruise.io", "version": "v1alpha1", "kind": "WorkloadSpread"},
+                "resource": {"group": "apps.kruise.io", "version": "v1alpha1", "resource": "workloadspreads"},
+                "name": "s", "namespace": "demo", "operation": "UPDATE", "userInfo": {"username": "admin"},
+                "object": new, "oldObject": spread("apps.kruise.io/v1alpha1", "CloneSet", "cs")}});
+            let mut rules = RuleSet::default();
+            rules.spec.workload_spread.enabled = true;
+            let r = review(
+                &serde_json::to_vec(&body).unwrap(),
+                Endpoint::Validate,
+                &rules,
+            )
+            .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            (
+                r.allowed,
+                v["response"]["status"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        };
+        assert!(
+            update(spread("apps.kruise.io/v1beta1", "CloneSet", "cs")).0,
+            "the version may change"
+        );
+        for (api, kind, name) in [
+            ("apps/v1", "CloneSet", "cs"),
+            ("apps.kruise.io/v1alpha1", "StatefulSet", "cs"),
+            ("apps.kruise.io/v1alpha1", "CloneSet", "other"),
+        ] {
+            let (allowed, message) = update(spread(api, kind, name));
+            assert!(!allowed, "{api} {kind} {name}");
+            assert!(
+                message.contains("spec.targetRef: Invalid value:")
+                    && message.contains("change TargetReference is not permitted for WorkloadSpread: it targets CloneSet.apps.kruise.io cs"),
+                "{message}"
+            );
+        }
     }
 
     #[test]

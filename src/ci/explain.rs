@@ -206,6 +206,29 @@ pub fn workloadspread(
             "{api}/{kind} is not a workload a WorkloadSpread can target"
         )));
     }
+    // Kruise injects only into pods of the workload the WorkloadSpread targets (group, kind and
+    // name; the version may differ).
+    let name = w["metadata"]["name"].as_str().unwrap_or("");
+    let this = (
+        wsp::parse_group(api).unwrap_or("").to_string(),
+        kind.to_string(),
+        name.to_string(),
+    );
+    match ws.target() {
+        Some(t) if t == this => {}
+        Some((g, k, n)) => {
+            return Err(ExplainError(format!(
+                "WorkloadSpread {} targets {k}.{g} {n}, not {kind}.{} {name}: Kruise injects nothing into this workload's pods",
+                ws.name, this.0
+            )))
+        }
+        None => {
+            return Err(ExplainError(format!(
+                "WorkloadSpread {} has no complete targetRef",
+                ws.name
+            )))
+        }
+    }
     let template = workload::workload_template(w).cloned().unwrap_or_default();
     let replicas = replicas
         .or_else(|| w["spec"]["replicas"].as_i64())

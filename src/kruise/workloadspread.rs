@@ -13,7 +13,6 @@ use crate::core::nodeselector::{pod_node_constraint, Term};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::model::PodSpec;
 use crate::k8s::validation::{validate_term, validate_toleration};
-use crate::k8s::workload::group_of;
 
 pub const GROUP: &str = crate::k8s::workload::KRUISE_GROUP;
 
@@ -44,10 +43,12 @@ fn warn(e: FieldError) -> Problem {
     }
 }
 
-/// Field names that differ between versions.
+/// Field names that differ between versions, as Kruise's webhook names them in errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Names {
     pub required: &'static str,
+    /// v1alpha1's JSON field is `preferredNodeSelectorTerms`; Kruise's errors say
+    /// `preferredSchedulingTerms` (its Go field), so ours do too.
     pub preferred: &'static str,
 }
 
@@ -60,20 +61,30 @@ pub fn names(api_version: &str) -> Names {
     } else {
         Names {
             required: "requiredNodeSelectorTerm",
-            preferred: "preferredNodeSelectorTerms",
+            preferred: "preferredSchedulingTerms",
         }
     }
 }
 
-/// (group, kind) of a workload a WorkloadSpread may target.
-const TARGETS: [(&str, &str); 6] = [
-    ("apps", "Deployment"),
-    ("apps", "ReplicaSet"),
-    ("apps", "StatefulSet"),
-    (GROUP, "CloneSet"),
-    (GROUP, "StatefulSet"),
-    ("batch", "Job"),
+/// The kinds Kruise knows as targets, with the groups each may come from (Kruise switches on the
+/// kind, then checks the group).
+const TARGETS: [(&str, &[&str]); 5] = [
+    ("Deployment", &["apps"]),
+    ("ReplicaSet", &["apps"]),
+    ("StatefulSet", &["apps", GROUP]),
+    ("CloneSet", &[GROUP]),
+    ("Job", &["batch"]),
 ];
+
+/// apimachinery's `schema.ParseGroupVersion`: the group, or `None` for more than one `/`.
+pub fn parse_group(api_version: &str) -> Option<&str> {
+    match api_version.split('/').count() {
+        1 => Some(""),
+        2 => api_version.split('/').next(),
+        _ if api_version == "/" => Some(""),
+        _ => None,
+    }
+}
 
 /// A WorkloadSpread (v1alpha1 or v1beta1), with the fields Kruise reads; each subset's terms
 /// are read from the field names of the object's version.
@@ -241,7 +252,7 @@ impl WorkloadSpread {
     pub fn target(&self) -> Option<(String, String, String)> {
         let t = self.target_ref.as_ref()?;
         Some((
-            group_of(&t.api_version).to_string(),
+            parse_group(&t.api_version)?.to_string(),
             t.kind.clone(),
             t.name.clone(),
         ))
@@ -330,23 +341,27 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
                     out.push(err(FieldError::required(tp.child(f), "")));
                 }
             }
-            let group = group_of(&tr.api_version);
-            if !tr.api_version.is_empty()
-                && !tr.kind.is_empty()
-                && !TARGETS.contains(&(group, tr.kind.as_str()))
-            {
-                out.push(warn(FieldError::not_supported(
-                    tp.child("kind"),
-                    json!(format!("{}.{group}", tr.kind)),
-                    &[
-                        "Deployment.apps",
-                        "ReplicaSet.apps",
-                        "StatefulSet.apps",
-                        "CloneSet.apps.kruise.io",
-                        "StatefulSet.apps.kruise.io",
-                        "Job.batch",
-                    ],
-                )));
+            let value = json!({"apiVersion": tr.api_version, "kind": tr.kind, "name": tr.name});
+            let complete = !tr.api_version.is_empty() && !tr.kind.is_empty() && !tr.name.is_empty();
+            let group = parse_group(&tr.api_version);
+            match TARGETS.iter().find(|(k, _)| *k == tr.kind) {
+                // A known kind under another group, or an apiVersion that does not parse.
+                Some((kind, groups)) if complete && !group.is_some_and(|g| groups.contains(&g)) => {
+                    out.push(err(FieldError::invalid(
+                        tp.clone(),
+                        value,
+                        format!("TargetReference is not valid for {kind}."),
+                    )))
+                }
+                Some(_) => {}
+                // Kruise refuses other kinds unless its kruise-configuration ConfigMap
+                // whitelists them, which a manifest check cannot see: a warning.
+                None if complete => out.push(warn(FieldError::invalid(
+                    tp.clone(),
+                    value,
+                    "TargetReference's GroupKind is not permitted unless Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList names it; supported: Deployment.apps, ReplicaSet.apps, StatefulSet.apps, StatefulSet.apps.kruise.io, CloneSet.apps.kruise.io, Job.batch",
+                ))),
+                None => {}
             }
         }
     }
@@ -408,46 +423,53 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
         }
         caps.push(cap);
     }
+    // Kruise's order: the first subset whose maxReplicas type differs from the first capped
+    // one, and the subset where the percentages first pass 100%, are reported, and stop the
+    // check; a capped last subset under 100% is reported on the first subset.
     let max_value = |i: usize| {
         ws.subsets[i]
             .max_replicas
             .as_ref()
             .map_or(Value::Null, cap_value)
     };
-    let set: Vec<(usize, Cap)> = caps
+    let capped: Vec<(usize, Cap)> = caps
         .iter()
         .enumerate()
         .filter_map(|(i, c)| c.map(|c| (i, c)))
         .collect();
-    let percents: Vec<i64> = set
-        .iter()
-        .filter_map(|(_, c)| match c {
-            Cap::Percent(p) => Some(*p),
-            Cap::Count(_) => None,
-        })
-        .collect();
-    if !percents.is_empty() && percents.len() != set.len() {
-        if let Some((i, _)) = set.iter().find(|(_, c)| matches!(c, Cap::Count(_))) {
-            out.push(err(FieldError::invalid(
-                sp.index(*i).child("maxReplicas"),
-                max_value(*i),
-                "maxReplicas of all subsets must be of one type: all integers or all percentages",
-            )));
+    let is_percent = |c: &Cap| matches!(c, Cap::Percent(_));
+    let mut sum = 0;
+    let mut stopped = false;
+    if let Some((_, first)) = capped.first() {
+        for (i, c) in &capped {
+            if is_percent(c) != is_percent(first) {
+                out.push(err(FieldError::invalid(
+                    sp.index(*i).child("maxReplicas"),
+                    max_value(*i),
+                    "maxReplicas of all subsets must be of one type: all integers or all percentages",
+                )));
+                stopped = true;
+                break;
+            }
+            if let Cap::Percent(p) = c {
+                sum += p;
+                if sum > 100 {
+                    out.push(err(FieldError::invalid(
+                        sp.index(*i).child("maxReplicas"),
+                        max_value(*i),
+                        format!("the percentages of maxReplicas add up to {sum}% by this subset, more than 100%"),
+                    )));
+                    stopped = true;
+                    break;
+                }
+            }
         }
-    } else if !percents.is_empty() {
-        let sum: i64 = percents.iter().sum();
-        let last_uncapped = caps.last().is_some_and(Option::is_none);
-        if sum > 100 {
+        let last_capped = caps.last().is_some_and(Option::is_some);
+        if !stopped && is_percent(first) && sum < 100 && last_capped {
             out.push(err(FieldError::invalid(
-                sp.clone(),
-                json!(format!("{sum}%")),
-                "the percentages of maxReplicas add up to more than 100%",
-            )));
-        } else if sum != 100 && !last_uncapped {
-            out.push(err(FieldError::invalid(
-                sp.clone(),
-                json!(format!("{sum}%")),
-                "the percentages of maxReplicas must add up to 100% unless the last subset has no maxReplicas",
+                sp.index(0).child("maxReplicas"),
+                max_value(0),
+                format!("the percentages of maxReplicas add up to {sum}%; they must add up to 100% unless the last subset has no maxReplicas"),
             )));
         }
     }
@@ -462,32 +484,35 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
             &["Adaptive", "Fixed"],
         )));
     }
-    if st.adaptive.is_some() && kind != "Adaptive" {
-        out.push(err(FieldError::forbidden(
-            stp.child("adaptive"),
-            "only allowed when type is Adaptive",
-        )));
-    }
-    let count = ws.subsets.len();
-    if kind == "Adaptive" && count > 1 {
-        if caps.last().is_some_and(Option::is_some) {
+    // Kruise keys every Adaptive check on the presence of the `adaptive` block.
+    if let Some(adaptive) = &st.adaptive {
+        let seconds = json!(adaptive.reschedule_critical_seconds);
+        if kind != "Adaptive" {
             out.push(err(FieldError::invalid(
-                sp.index(count - 1).child("maxReplicas"),
-                max_value(count - 1),
-                "with the Adaptive strategy the last subset takes the rest and has no maxReplicas",
+                stp.child("type"),
+                json!(kind),
+                "must be Adaptive when an adaptive block is given",
             )));
         }
-        let limit = 295 / (count as i64 - 1);
-        if let Some(secs) = st
-            .adaptive
-            .as_ref()
-            .and_then(|a| a.reschedule_critical_seconds)
-        {
+        let count = ws.subsets.len();
+        if count > 1 && caps.last().is_some_and(Option::is_some) {
+            out.push(err(FieldError::invalid(
+                stp.child("adaptive"),
+                seconds,
+                "with the adaptive strategy the last subset takes the rest and has no maxReplicas",
+            )));
+        }
+        let limit = if count > 1 {
+            295 / (count as i64 - 1)
+        } else {
+            i64::from(i32::MAX)
+        };
+        if let Some(secs) = adaptive.reschedule_critical_seconds {
             if !(0..=limit).contains(&secs) {
                 out.push(err(FieldError::invalid(
                     stp.child("adaptive").child("rescheduleCriticalSeconds"),
                     json!(secs),
-                    format!("must be between 0 and {limit} with {count} subsets"),
+                    format!("must be between 0 and {limit} with {count} subset(s)"),
                 )));
             }
         }
@@ -776,7 +801,15 @@ pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, V
     }
     let mut unsupported = Vec::new();
     if let Some(patch) = &sub.patch {
+        let class = pod["spec"]["priorityClassName"].clone();
         strategic_merge(&mut pod, patch, "", &mut unsupported);
+        // As Kruise: a patched priorityClassName clears the priority the admission plugin set
+        // for the old class, so the apiserver sets the new one.
+        if pod["spec"]["priorityClassName"] != class {
+            if let Some(spec) = pod["spec"].as_object_mut() {
+                spec.remove("priority");
+            }
+        }
     }
     (pod, unsupported)
 }

@@ -55,6 +55,34 @@ impl Rule for WorkloadSpreadRule {
         };
         verdict.rules_run.push(ID);
         let mut problems = ws::validate(spread);
+        // As Kruise: the target's group, kind and name are fixed once created; its version
+        // may change.
+        if let Some(Subject::WorkloadSpread(old)) = input.old_object {
+            let key = |w: &ws::WorkloadSpread| {
+                w.target_ref.as_ref().map(|t| {
+                    (
+                        ws::parse_group(&t.api_version).unwrap_or("").to_string(),
+                        t.kind.clone(),
+                        t.name.clone(),
+                    )
+                })
+            };
+            if let (Some(new_ref), Some(old_ref)) = (key(spread), key(old)) {
+                if new_ref != old_ref {
+                    problems.push(ws::Problem {
+                        level: Level::Error,
+                        error: FieldError::invalid(
+                            FieldPath::new("spec.targetRef"),
+                            json!(spread.target_ref.as_ref().map(|t| json!({"apiVersion": t.api_version, "kind": t.kind, "name": t.name}))),
+                            format!(
+                                "change TargetReference is not permitted for WorkloadSpread: it targets {}.{} {}; only the version may change",
+                                old_ref.1, old_ref.0, old_ref.2
+                            ),
+                        ),
+                    });
+                }
+            }
+        }
         if let Some(first) = input.context.spread_claimed_by {
             let mut e = FieldError::duplicate(
                 FieldPath::new("spec.targetRef"),

@@ -111,9 +111,11 @@ fn validation_table() {
             vec!["Error spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"],
         ),
         (
+            // Kruise (v1alpha1 validation) names the field preferredSchedulingTerms:
+            // workloadspread_validation_test.go "preferredSchedulingTerms' weight are not valid".
             "preferred weight 1..100",
             ws("v1alpha1", json!([{"name": "a", "preferredNodeSelectorTerms": [{"weight": 0, "preference": zone("a")}]}]), json!({})),
-            vec!["Error spec.subsets[0].preferredNodeSelectorTerms[0].weight: Invalid value: 0: must be in the range 1-100"],
+            vec!["Error spec.subsets[0].preferredSchedulingTerms[0].weight: Invalid value: 0: must be in the range 1-100"],
         ),
         (
             "tolerations are validated",
@@ -121,9 +123,10 @@ fn validation_table() {
             vec!["Error spec.subsets[0].tolerations[0].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'"],
         ),
         (
+            // validateWorkloadSpreadSubsets: the later subset whose type differs from the first.
             "mixed cap types",
             ws("v1alpha1", json!([{"name": "a", "maxReplicas": 1}, {"name": "b", "maxReplicas": "50%"}]), json!({})),
-            vec!["Error spec.subsets[0].maxReplicas: Invalid value: 1: maxReplicas of all subsets must be of one type: all integers or all percentages"],
+            vec!["Error spec.subsets[1].maxReplicas: Invalid value: \"50%\": maxReplicas of all subsets must be of one type: all integers or all percentages"],
         ),
         (
             "percent out of range and not whole",
@@ -134,14 +137,16 @@ fn validation_table() {
             ],
         ),
         (
-            "percentages over 100",
+            // Kruise: "subset-a's maxReplicas = 40%, subset-b's maxReplicas = 70%" -> subsets[1].
+            "percentages over 100, on the subset that passes it",
             ws("v1alpha1", json!([{"name": "a", "maxReplicas": "60%"}, {"name": "b", "maxReplicas": "60%"}]), json!({})),
-            vec!["Error spec.subsets: Invalid value: \"120%\": the percentages of maxReplicas add up to more than 100%"],
+            vec!["Error spec.subsets[1].maxReplicas: Invalid value: \"60%\": the percentages of maxReplicas add up to 120% by this subset, more than 100%"],
         ),
         (
+            // Kruise: "... 40%, ... 20%, ... 20%" -> subsets[0].maxReplicas.
             "percentages under 100 with a capped last subset",
             ws("v1alpha1", json!([{"name": "a", "maxReplicas": "30%"}, {"name": "b", "maxReplicas": "30%"}]), json!({})),
-            vec!["Error spec.subsets: Invalid value: \"60%\": the percentages of maxReplicas must add up to 100% unless the last subset has no maxReplicas"],
+            vec!["Error spec.subsets[0].maxReplicas: Invalid value: \"30%\": the percentages of maxReplicas add up to 60%; they must add up to 100% unless the last subset has no maxReplicas"],
         ),
         ("under 100 is fine when the last subset is uncapped", ws("v1alpha1", json!([{"name": "a", "maxReplicas": "30%"}, {"name": "b"}]), json!({})), vec![]),
         (
@@ -150,20 +155,39 @@ fn validation_table() {
             vec!["Error spec.subsets[0].maxReplicas: Invalid value: -1: must be a non-negative integer"],
         ),
         (
+            // Kruise: "scheduleStrategy's type is not valid"; an adaptive block with another type
+            // is reported on .type ("scheduleStrategy's type is not matched").
             "unknown strategy type; adaptive only with Adaptive",
             ws("v1alpha1", json!([{"name": "a"}]), json!({"scheduleStrategy": {"type": "Sometimes", "adaptive": {}}})),
             vec![
                 "Error spec.scheduleStrategy.type: Unsupported value: \"Sometimes\": supported values: \"Adaptive\", \"Fixed\"",
-                "Error spec.scheduleStrategy.adaptive: Forbidden: only allowed when type is Adaptive",
+                "Error spec.scheduleStrategy.type: Invalid value: \"Sometimes\": must be Adaptive when an adaptive block is given",
             ],
         ),
         (
+            "Fixed with an adaptive block, on .type",
+            ws("v1alpha1", json!([{"name": "a"}]), json!({"scheduleStrategy": {"type": "Fixed", "adaptive": {}}})),
+            vec!["Error spec.scheduleStrategy.type: Invalid value: \"Fixed\": must be Adaptive when an adaptive block is given"],
+        ),
+        (
+            // Kruise: "the last subset's maxReplicas is not nil when using adaptive" -> .adaptive.
             "Adaptive: last subset uncapped, rescheduleCriticalSeconds bounded by 295/(n-1)",
             ws("v1alpha1", json!([{"name": "a", "maxReplicas": 1}, {"name": "b", "maxReplicas": 1}, {"name": "c", "maxReplicas": 1}]), json!({"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 148}}})),
             vec![
-                "Error spec.subsets[2].maxReplicas: Invalid value: 1: with the Adaptive strategy the last subset takes the rest and has no maxReplicas",
-                "Error spec.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: 148: must be between 0 and 147 with 3 subsets",
+                "Error spec.scheduleStrategy.adaptive: Invalid value: 148: with the adaptive strategy the last subset takes the rest and has no maxReplicas",
+                "Error spec.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: 148: must be between 0 and 147 with 3 subset(s)",
             ],
+        ),
+        (
+            // Kruise: "rescheduleCriticalSeconds < 0", also with one subset.
+            "a negative rescheduleCriticalSeconds with one subset",
+            ws("v1alpha1", json!([{"name": "a"}]), json!({"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": -1}}})),
+            vec!["Error spec.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: -1: must be between 0 and 2147483647 with 1 subset(s)"],
+        ),
+        (
+            "type Adaptive without an adaptive block checks nothing more",
+            ws("v1alpha1", json!([{"name": "a", "maxReplicas": 1}, {"name": "b", "maxReplicas": 1}]), json!({"scheduleStrategy": {"type": "Adaptive"}})),
+            vec![],
         ),
     ];
     for (name, v, want) in cases {
@@ -180,8 +204,35 @@ fn validation_table() {
     let mut other = ws("v1alpha1", json!([{"name": "a"}]), json!({}));
     other["spec"]["targetRef"] =
         json!({"apiVersion": "example.com/v1", "kind": "Widget", "name": "w"});
-    assert!(errors(&other)[0]
-        .starts_with("Warning spec.targetRef.kind: Unsupported value: \"Widget.example.com\""));
+    assert!(errors(&other)[0].starts_with(
+        "Warning spec.targetRef: Invalid value: {\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"name\":\"w\"}: TargetReference's GroupKind is not permitted unless"
+    ));
+    // Known kinds under the wrong group, or an apiVersion that does not parse: errors at
+    // spec.targetRef (Kruise's "statefulset group error", TestIsReferenceEqual's "yahaha").
+    let target = |api: &str, kind: &str| {
+        let mut v = ws("v1alpha1", json!([{"name": "a"}]), json!({}));
+        v["spec"]["targetRef"] = json!({"apiVersion": api, "kind": kind, "name": "t"});
+        errors(&v)
+    };
+    assert_eq!(
+        target("apps.kruise.io/v1alpha1", "Deployment"),
+        ["Error spec.targetRef: Invalid value: {\"apiVersion\":\"apps.kruise.io/v1alpha1\",\"kind\":\"Deployment\",\"name\":\"t\"}: TargetReference is not valid for Deployment."]
+    );
+    assert_eq!(target("rollouts.kruise.io/v2", "StatefulSet").len(), 1);
+    assert_eq!(
+        target("apps.kruise.io/v1alpha1/yahaha", "CloneSet").len(),
+        1
+    );
+    for (api, kind) in [
+        ("apps/v1", "StatefulSet"),
+        ("apps.kruise.io/v1alpha1", "StatefulSet"),
+        ("apps.kruise.io/v1beta1", "StatefulSet"),
+        ("apps.kruise.io/v1alpha1", "CloneSet"),
+        ("batch/v1", "Job"),
+        ("apps/v1", "ReplicaSet"),
+    ] {
+        assert!(target(api, kind).is_empty(), "{api} {kind}");
+    }
     let mut missing = ws("v1alpha1", json!([{"name": "a"}]), json!({}));
     missing["spec"]["targetRef"] = json!({"kind": "CloneSet"});
     assert_eq!(
@@ -409,4 +460,31 @@ fn injection_ands_the_subset_term_and_applies_the_patch() {
             ["nodeSelectorTerms"],
         json!([zone("a")])
     );
+}
+
+/// Kruise's TestWorkloadSpreadMutatingPod "pod priority class name is patched": a patched
+/// priorityClassName clears the priority set for the old class.
+#[test]
+fn a_patched_priority_class_clears_the_priority() {
+    let spread = |patch: Value| {
+        typed(&ws(
+            "v1alpha1",
+            json!([{"name": "a", "patch": patch}]),
+            json!({}),
+        ))
+    };
+    let template = json!({"spec": {"priority": 10000, "priorityClassName": "high"}});
+    let (pod, _) = inject(
+        &template,
+        &spread(json!({"spec": {"priorityClassName": "low"}})),
+        0,
+    );
+    assert_eq!(pod["spec"]["priorityClassName"], "low");
+    assert!(pod["spec"].get("priority").is_none(), "{pod}");
+    let (pod, _) = inject(
+        &template,
+        &spread(json!({"metadata": {"labels": {"a": "b"}}})),
+        0,
+    );
+    assert_eq!(pod["spec"]["priority"], 10000);
 }
