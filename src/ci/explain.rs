@@ -239,7 +239,25 @@ pub fn workloadspread(
             "--replicas must not be negative, got {replicas}"
         )));
     }
-    let dist = wsp::distribute(ws, kind == "StatefulSet", replicas);
+    // targetFilter: Kruise manages only the pods its selector picks, and takes percentage caps
+    // of the count at replicasPathList.
+    let mut base = replicas;
+    if let Some(f) = &ws.target_filter {
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_value(template["metadata"]["labels"].clone()).unwrap_or_default();
+        if !f.selects(&labels) {
+            return Err(ExplainError(format!(
+                "the targetFilter of WorkloadSpread {} selects none of {kind} {name}'s pods (a missing or invalid selector selects none): Kruise injects nothing into them",
+                ws.name
+            )));
+        }
+        match f.replicas(w) {
+            Some(Ok(n)) => base = n,
+            Some(Err(e)) => return Err(ExplainError(e)),
+            None => {}
+        }
+    }
+    let dist = wsp::distribute(ws, kind == "StatefulSet", replicas, base);
     let namespace = w["metadata"]["namespace"]
         .as_str()
         .unwrap_or("default")

@@ -96,8 +96,63 @@ pub struct WorkloadSpread {
     /// The field names of this version, for paths in errors.
     pub names: Names,
     pub target_ref: Option<TargetRef>,
+    pub target_filter: Option<TargetFilter>,
     pub subsets: Vec<Subset>,
     pub schedule_strategy: ScheduleStrategy,
+}
+
+/// Which of the target's pods the WorkloadSpread manages, and where their count is read.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetFilter {
+    #[serde(default)]
+    pub selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    #[serde(default)]
+    pub replicas_path_list: Vec<String>,
+}
+
+impl TargetFilter {
+    /// Kruise's `IsPodSelected`: no selector selects nothing, an empty one everything, an
+    /// invalid one nothing.
+    pub fn selects(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        self.selector.as_ref().is_some_and(|s| {
+            let empty = s.match_labels.as_ref().is_none_or(|m| m.is_empty())
+                && s.match_expressions.as_ref().is_none_or(|e| e.is_empty());
+            empty || crate::core::labels::selector_matches(s, labels)
+        })
+    }
+
+    /// The base of percentage caps: the sum of the integers at `replicasPathList` (dot paths,
+    /// numbers index lists), or `None` without a list. A path that is missing or not an integer
+    /// is an error, as it makes Kruise refuse the pod.
+    pub fn replicas(&self, workload: &Value) -> Option<Result<i64, String>> {
+        if self.replicas_path_list.is_empty() {
+            return None;
+        }
+        let mut sum = 0i64;
+        for path in &self.replicas_path_list {
+            let mut at = workload;
+            for seg in path.split('.').filter(|s| !s.is_empty()) {
+                let next = match seg.parse::<usize>() {
+                    Ok(i) if at.is_array() => at.get(i),
+                    _ => at.get(seg),
+                };
+                match next {
+                    Some(v) => at = v,
+                    None => {
+                        return Some(Err(format!(
+                            "replicasPathList: path {path:?} does not exist in the workload"
+                        )))
+                    }
+                }
+            }
+            match at.as_i64() {
+                Some(n) => sum += n,
+                None => return Some(Err(format!("replicasPathList: {path:?} is not an integer"))),
+            }
+        }
+        Some(Ok(sum))
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -164,6 +219,8 @@ struct RawMeta {
 struct RawSpec {
     #[serde(default)]
     target_ref: Option<TargetRef>,
+    #[serde(default)]
+    target_filter: Option<TargetFilter>,
     #[serde(default)]
     subsets: Option<Vec<RawSubset>>,
     #[serde(default)]
@@ -243,6 +300,7 @@ impl WorkloadSpread {
             namespace: raw.metadata.namespace.unwrap_or_default(),
             names,
             target_ref: raw.spec.target_ref,
+            target_filter: raw.spec.target_filter,
             subsets,
             schedule_strategy: raw.spec.schedule_strategy.unwrap_or_default(),
         })
@@ -474,6 +532,17 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
         }
     }
 
+    // As Kruise (v1beta1 era): a targetFilter whose selector does not compile.
+    if let Some(sel) = ws.target_filter.as_ref().and_then(|f| f.selector.as_ref()) {
+        let fp = spec.child("targetFilter").child("selector");
+        if let Some(e) = crate::k8s::validation::validate_label_selector(sel, &fp).first() {
+            out.push(err(FieldError::invalid(
+                spec.child("targetFilter"),
+                serde_json::to_value(sel).unwrap_or_default(),
+                format!("{}: {}", e.path, e.body()),
+            )));
+        }
+    }
     let st = &ws.schedule_strategy;
     let stp = spec.child("scheduleStrategy");
     let kind = st.kind.as_str();
@@ -626,11 +695,17 @@ pub struct Distribution {
 /// Distributes `replicas` fresh pods. StatefulSets map by ordinal through a running threshold;
 /// other kinds fill the first subset with room, in order. Percent caps are
 /// `ceil(p × replicas / 100)` per subset; a cap of 0 never takes a pod.
-pub fn distribute(ws: &WorkloadSpread, statefulset: bool, replicas: i64) -> Distribution {
+/// `base` is what percentage caps are taken of (the replicas, or targetFilter's count).
+pub fn distribute(
+    ws: &WorkloadSpread,
+    statefulset: bool,
+    replicas: i64,
+    base: i64,
+) -> Distribution {
     let subsets = &ws.subsets;
     let caps: Vec<Option<i64>> = subsets
         .iter()
-        .map(|s| cap_of(s).map(|c| c.pods(replicas)))
+        .map(|s| cap_of(s).map(|c| c.pods(base)))
         .collect();
     let mut pods = vec![0i64; subsets.len()];
     let mut overflow = 0;

@@ -419,7 +419,7 @@ fn distribution_follows_kruise() {
     ];
     for (name, caps, sts, replicas, want, overflow) in cases {
         assert_eq!(
-            shares(&distribute(&typed(&spread(caps)), sts, replicas)),
+            shares(&distribute(&typed(&spread(caps)), sts, replicas, replicas)),
             (want, overflow),
             "{name}"
         );
@@ -487,4 +487,56 @@ fn a_patched_priority_class_clears_the_priority() {
         0,
     );
     assert_eq!(pod["spec"]["priority"], 10000);
+}
+
+/// Kruise's IsPodSelected and GetReplicasFromWorkloadWithTargetFilter.
+#[test]
+fn target_filters_select_pods_and_count_replicas() {
+    let filter = |v: Value| serde_json::from_value::<TargetFilter>(v).unwrap();
+    let labels: std::collections::BTreeMap<String, String> =
+        [("app".to_string(), "web".to_string())].into();
+    assert!(
+        !filter(json!({})).selects(&labels),
+        "no selector selects nothing"
+    );
+    assert!(filter(json!({"selector": {}})).selects(&labels));
+    assert!(filter(json!({"selector": {"matchLabels": {"app": "web"}}})).selects(&labels));
+    assert!(!filter(json!({"selector": {"matchLabels": {"app": "db"}}})).selects(&labels));
+    assert!(!filter(json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Invalid", "values": ["web"]}]}})).selects(&labels));
+    let w =
+        json!({"spec": {"replicas": 5, "revisionHistoryLimit": 2, "subsets": [{"replicas": 3}]}});
+    assert_eq!(filter(json!({"selector": {}})).replicas(&w), None);
+    assert_eq!(
+        filter(
+            json!({"replicasPathList": ["spec.revisionHistoryLimit", "spec.subsets.0.replicas"]})
+        )
+        .replicas(&w),
+        Some(Ok(5))
+    );
+    assert!(filter(json!({"replicasPathList": ["spec.nope"]}))
+        .replicas(&w)
+        .unwrap()
+        .is_err());
+    // An invalid selector is refused at spec.targetFilter.
+    let bad = ws(
+        "v1alpha1",
+        json!([{"name": "a"}]),
+        json!({"targetFilter": {"selector": {"matchExpressions": [{"key": "app", "operator": "Invalid", "values": ["web"]}]}}}),
+    );
+    assert_eq!(errors(&bad).len(), 1);
+    assert!(
+        errors(&bad)[0].starts_with("Error spec.targetFilter: Invalid value:"),
+        "{:?}",
+        errors(&bad)
+    );
+    // Percent caps of the filter's count: 50% of 4 is 2, of the 10 replicas it would be 5.
+    let v = ws(
+        "v1alpha1",
+        json!([{"name": "a", "maxReplicas": "50%"}, {"name": "b"}]),
+        json!({}),
+    );
+    assert_eq!(
+        shares(&distribute(&typed(&v), false, 10, 4)),
+        (vec![2, 8], 0)
+    );
 }
