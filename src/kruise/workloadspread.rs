@@ -78,11 +78,10 @@ const TARGETS: [(&str, &[&str]); 5] = [
 
 /// apimachinery's `schema.ParseGroupVersion`: the group, or `None` for more than one `/`.
 pub fn parse_group(api_version: &str) -> Option<&str> {
-    match api_version.split('/').count() {
-        1 => Some(""),
-        2 => api_version.split('/').next(),
-        _ if api_version == "/" => Some(""),
-        _ => None,
+    match api_version.split_once('/') {
+        None => Some(""),
+        Some((group, version)) if !version.contains('/') => Some(group),
+        Some(_) => None,
     }
 }
 

@@ -193,6 +193,8 @@ fn same_selection(old: &PodTemplate, new: &PodTemplate) -> bool {
 /// each with the path a finding points at.
 struct Selection {
     terms: Vec<(FieldPath, Term)>,
+    /// The paths are required node affinity terms (else the nodeSelector or nodeName).
+    in_terms: bool,
 }
 
 impl Selection {
@@ -207,7 +209,8 @@ impl Selection {
                 values: vec![name.to_string()],
             });
         }
-        let terms = match t.spec.required_node_selector_terms() {
+        let required = t.spec.required_node_selector_terms();
+        let terms = match required {
             // An empty or invalid term selects no node, so it reaches nothing.
             Some(terms) => terms
                 .iter()
@@ -231,7 +234,10 @@ impl Selection {
                 vec![(path, base)]
             }
         };
-        Selection { terms }
+        Selection {
+            terms,
+            in_terms: required.is_some(),
+        }
     }
 }
 
@@ -256,13 +262,13 @@ fn judge(
 ) -> Vec<(FieldError, Option<String>)> {
     let mut out = Vec::new();
     let who = format!("pods in namespace {namespace:?}");
+    let in_term = selection.is_some_and(|s| s.in_terms);
     for (path, term) in selection.iter().flat_map(|s| &s.terms) {
         let hit = p
             .forbidden_nodes
             .iter()
             .filter_map(|f| Term::from_api(f).map(|t| (f, t)))
             .find_map(|(f, t)| intersect(term, &t).map(|w| (f, w)));
-        let in_term = path.to_string().ends_with(']');
         let place = if in_term {
             "append it to this term"
         } else {
