@@ -128,12 +128,9 @@ impl Checker {
             self.spreads.push((file.to_string(), obj));
             return;
         }
-        let kind = Kind::from_api_version(api, kind_name);
-        if kind != Some(Kind::Pod) {
-            // Any workload, OpenKruise's included, may be a WorkloadSpread's target.
+        let Some(kind) = Kind::from_api_version(api, kind_name) else {
+            // OpenKruise's workloads are not judged, but may be a WorkloadSpread's target.
             self.workloads.extend(Workload::of(v));
-        }
-        let Some(kind) = kind else {
             self.report.skipped += 1;
             return;
         };
@@ -160,6 +157,13 @@ impl Checker {
                 return;
             }
         };
+        if kind != Kind::Pod {
+            self.workloads.push(Workload {
+                id: workload_id(v),
+                spec: template.spec.clone(),
+                replicas: v["spec"]["replicas"].as_i64(),
+            });
+        }
         let namespace = template.meta.namespace.clone().unwrap_or_default();
         let input = Input {
             phase: Phase::Validate,
