@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test lint unit build bench bench-micro fuzz
+.PHONY: run test lint unit build bench bench-micro fuzz soak
 
 ## Start the admission server with the built-in rules and a generated dev certificate.
 run:
@@ -24,6 +24,11 @@ build:
 bench:
 	command -v oha >/dev/null 2>&1 || $(CARGO) install oha --locked
 	python3 bench/load.py
+
+## Soak: SOAK_SECONDS (default 600) at a fixed rate with every recorded review, malformed bodies,
+## and a certificate and rule-file change every minute; fails on any unexpected answer.
+soak: build
+	python3 bench/soak.py
 
 ## criterion micro-benchmarks: per-rule review cost, check over the corpus, placement core.
 bench-micro:
