@@ -18,6 +18,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from load import rss_kib  # noqa: E402  (the load benchmark's RSS reader)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target/release/placement-guard")
 SECONDS = int(os.environ.get("SOAK_SECONDS", "600"))
@@ -38,14 +41,6 @@ def self_signed(dir):
          "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key, "-out", crt],
         check=True, capture_output=True)
     return crt, key
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def main():
