@@ -1,12 +1,10 @@
 //! `explain`: a cluster snapshot and a pod (or workload) in, every node's verdict out.
 
-use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use k8s_openapi::api::core::v1::{PodAffinityTerm, Taint};
 use serde_json::{json, Value};
 
-use crate::core::cluster::{BoundPod, Cluster, Node};
+use crate::core::cluster::Cluster;
 use crate::core::filter::{self, NodeResult};
 use crate::k8s::manifest::Object;
 use crate::k8s::workload::{self, Kind, PodTemplate};
@@ -16,94 +14,13 @@ use crate::k8s::workload::{self, Kind, PodTemplate};
 #[error("{0}")]
 pub struct ExplainError(pub String);
 
-fn part<T: serde::de::DeserializeOwned + Default>(
-    v: &Value,
-    what: &str,
-) -> Result<T, ExplainError> {
-    if v.is_null() {
-        return Ok(T::default());
-    }
-    serde_json::from_value(v.clone()).map_err(|e| ExplainError(format!("{what}: {e}")))
-}
-
-fn name_of(v: &Value) -> String {
-    v["metadata"]["name"]
-        .as_str()
-        .unwrap_or("<unnamed>")
-        .to_string()
-}
-
-/// Builds a snapshot from Nodes, Pods and Namespaces (as `kubectl get nodes,pods,namespaces -A
-/// -o yaml` writes them). Pods that are not bound, or have finished, do not occupy a node.
-pub fn cluster_from(objects: &[Object]) -> Result<Cluster, ExplainError> {
-    let mut nodes = Vec::new();
-    let mut namespaces = HashMap::new();
-    let mut pods = Vec::new();
-    for o in objects {
-        let v = &o.value;
-        let kind = v["kind"].as_str().unwrap_or("");
-        let at = o.start();
-        match kind {
-            "Node" => {
-                let name = name_of(v);
-                let labels: BTreeMap<String, String> = part(&v["metadata"]["labels"], &format!("Node {name}: metadata.labels"))?;
-                let taints: Vec<Taint> = part(&v["spec"]["taints"], &format!("Node {name}: spec.taints"))?;
-                let unschedulable = v["spec"]["unschedulable"].as_bool().unwrap_or(false);
-                nodes.push(Node { name, labels, taints, unschedulable });
-            }
-            "Namespace" => {
-                let name = name_of(v);
-                let mut labels: BTreeMap<String, String> = part(&v["metadata"]["labels"], &format!("Namespace {name}: metadata.labels"))?;
-                labels.entry("kubernetes.io/metadata.name".into()).or_insert_with(|| name.clone());
-                namespaces.insert(name, labels);
-            }
-            "Pod" => pods.push(v),
-            "" => return Err(ExplainError(format!("line {}: an object without kind", at.line))),
-            other => {
-                return Err(ExplainError(format!(
-                    "line {}: unsupported kind {other:?} in the cluster snapshot; expected Node, Pod or Namespace",
-                    at.line
-                )))
-            }
-        }
-    }
-    let mut cluster = Cluster::new(nodes, namespaces).map_err(|e| ExplainError(e.to_string()))?;
-    for v in pods {
-        let Some(node) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) else {
-            continue;
-        };
-        if matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
-            continue;
-        }
-        let name = name_of(v);
-        let namespace = v["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default")
-            .to_string();
-        let labels: BTreeMap<String, String> = part(
-            &v["metadata"]["labels"],
-            &format!("Pod {namespace}/{name}: metadata.labels"),
-        )?;
-        let anti_affinity: Vec<PodAffinityTerm> = part(
-            &v["spec"]["affinity"]["podAntiAffinity"]
-                ["requiredDuringSchedulingIgnoredDuringExecution"],
-            &format!("Pod {namespace}/{name}: spec.affinity.podAntiAffinity"),
-        )?;
-        let terminating = !v["metadata"]["deletionTimestamp"].is_null();
-        cluster
-            .add_pod(
-                node,
-                BoundPod {
-                    name,
-                    namespace,
-                    labels,
-                    anti_affinity,
-                    terminating,
-                },
-            )
-            .map_err(|e| ExplainError(e.to_string()))?;
-    }
-    Ok(cluster)
+/// Builds a snapshot from a dump of Nodes, Pods and Namespaces (`kubectl get
+/// nodes,pods,namespaces -A -o json|yaml`), streamed: pods that are not bound, or have finished,
+/// take nothing. A pod bound to a node the dump lacks is an error: the dump is incomplete.
+pub fn cluster_from(input: impl std::io::Read) -> Result<Cluster, ExplainError> {
+    crate::core::snapshot::read_dump(input, false)
+        .map(|(c, _)| c)
+        .map_err(ExplainError)
 }
 
 /// The pod to place: a Pod, or the pod template of a workload.
@@ -413,7 +330,7 @@ spec:
 "#;
 
     fn run() -> Vec<NodeResult> {
-        let cluster = cluster_from(&manifest::parse(SNAPSHOT).unwrap()).unwrap();
+        let cluster = cluster_from(SNAPSHOT.as_bytes()).unwrap();
         let (pod, ns) = pod_from(&manifest::parse(POD).unwrap()).unwrap();
         filter::evaluate(&cluster, &pod, &ns)
     }
@@ -427,12 +344,12 @@ spec:
     #[test]
     fn bad_snapshots_are_refused_with_the_reason() {
         let cases = [
-            ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "line 1: unsupported kind \"ConfigMap\" in the cluster snapshot; expected Node, Pod or Namespace"),
+            ("apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n", "unsupported kind \"ConfigMap\" in the cluster snapshot; expected Node, Pod or Namespace at line 4, column 3"),
             ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec: {nodeName: ghost}\n", "pod d/p is bound to node \"ghost\", which is not in the snapshot"),
-            ("apiVersion: v1\nkind: Node\nmetadata: {name: n, labels: [1]}\n", "Node n: metadata.labels: invalid type: sequence, expected a map"),
+            ("apiVersion: v1\nkind: Node\nmetadata:\n  labels: [1]\n", "expected mapping start at line 4, column 11"),
         ];
         for (text, want) in cases {
-            let err = cluster_from(&manifest::parse(text).unwrap()).unwrap_err();
+            let err = cluster_from(text.as_bytes()).unwrap_err();
             assert_eq!(err.0, want);
         }
         let err =

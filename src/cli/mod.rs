@@ -622,6 +622,16 @@ fn read_objects(path: &PathBuf) -> Result<Vec<crate::k8s::manifest::Object>, Str
     crate::k8s::manifest::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
 }
 
+/// A cluster dump, streamed from the file (or stdin for `-`).
+fn read_cluster(path: &PathBuf) -> Result<crate::core::cluster::Cluster, String> {
+    use crate::ci::explain::cluster_from;
+    if path.as_os_str() == "-" {
+        return cluster_from(std::io::stdin().lock()).map_err(|e| e.0);
+    }
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    cluster_from(f).map_err(|e| e.0)
+}
+
 fn run_explain_spread(
     ws: &PathBuf,
     workload: &PathBuf,
@@ -637,10 +647,7 @@ fn run_explain_spread(
     };
     let snapshot = match cluster {
         None => None,
-        Some(c) => match read_objects(c)
-            .map_err(explain::ExplainError)
-            .and_then(|o| explain::cluster_from(&o))
-        {
+        Some(c) => match read_cluster(c) {
             Ok(s) => Some(s),
             Err(e) => return fail(format!("{}: {e}", c.display())),
         },
@@ -661,11 +668,7 @@ fn run_explain_spread(
 
 fn run_explain(cluster: &PathBuf, pod: &PathBuf, output: ExplainOutput) -> ExitCode {
     use crate::ci::explain;
-    let cluster_objs = match read_objects(cluster) {
-        Ok(o) => o,
-        Err(e) => return fail(e),
-    };
-    let snapshot = match explain::cluster_from(&cluster_objs) {
+    let snapshot = match read_cluster(cluster) {
         Ok(c) => c,
         Err(e) => return fail(format!("{}: {e}", cluster.display())),
     };

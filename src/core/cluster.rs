@@ -5,15 +5,28 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{PodAffinityTerm, Taint, Toleration};
 
+use super::resources::{HostPort, Resources};
+
 #[derive(Clone, Debug, Default)]
 pub struct Node {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub taints: Vec<Taint>,
     pub unschedulable: bool,
+    /// `status.allocatable`; `None` when the snapshot does not say (a hand-written node), and
+    /// then NodeResourcesFit has nothing to check on it.
+    pub allocatable: Option<Allocatable>,
 }
 
-/// A pod bound to a node, with what the filters read of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Allocatable {
+    pub resources: Resources,
+    /// The `pods` entry: how many pods the node may run.
+    pub pods: i64,
+}
+
+/// A pod bound to a node, with what the filters read of it. It is folded into its node's
+/// totals and label-set counts on [`Cluster::add_pod`] and not kept.
 #[derive(Clone, Debug, Default)]
 pub struct BoundPod {
     pub name: String,
@@ -22,6 +35,9 @@ pub struct BoundPod {
     /// Required anti-affinity terms of this pod (they also block incoming pods: symmetry).
     pub anti_affinity: Vec<PodAffinityTerm>,
     pub terminating: bool,
+    /// `resourcehelper.PodRequests`, as NodeResourcesFit adds it to the node's requested.
+    pub requests: Resources,
+    pub host_ports: Vec<HostPort>,
 }
 
 /// A distinct (namespace, labels) pair of bound pods. Pods of one workload share it, so a
@@ -32,11 +48,21 @@ pub struct LabelSet {
     pub labels: BTreeMap<String, String>,
 }
 
+/// What the pods bound to a node take of it (the scheduler's `NodeInfo` totals).
+#[derive(Clone, Debug, Default)]
+pub struct NodeUsage {
+    /// Bound pods, terminating ones included (they hold their resources until they are gone).
+    pub pods: u32,
+    pub requested: Resources,
+    pub host_ports: Vec<HostPort>,
+}
+
+/// The compact snapshot: no pod objects, only per-node totals, interned label sets with counts
+/// per node, and the few required anti-affinity terms.
 #[derive(Clone, Debug, Default)]
 pub struct Cluster {
     pub nodes: Vec<Node>,
-    /// Bound pods, by node index.
-    pub pods_by_node: Vec<Vec<BoundPod>>,
+    pub usage: Vec<NodeUsage>,
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     node_index: HashMap<String, usize>,
     /// Interned label sets of live (not terminating) pods.
@@ -66,59 +92,110 @@ impl Cluster {
         nodes: Vec<Node>,
         namespaces: HashMap<String, BTreeMap<String, String>>,
     ) -> Result<Cluster, ClusterError> {
-        let mut node_index = HashMap::with_capacity(nodes.len());
-        for (i, n) in nodes.iter().enumerate() {
-            if node_index.insert(n.name.clone(), i).is_some() {
-                return Err(ClusterError::DuplicateNode(n.name.clone()));
-            }
-        }
-        let pods_by_node = vec![Vec::new(); nodes.len()];
-        let groups_by_node = vec![Vec::new(); nodes.len()];
-        Ok(Cluster {
-            nodes,
-            pods_by_node,
+        let mut c = Cluster {
             namespaces,
-            node_index,
-            label_sets: Vec::new(),
-            label_set_index: HashMap::new(),
-            groups_by_node,
-            anti_terms: Vec::new(),
-        })
+            ..Default::default()
+        };
+        for n in nodes {
+            c.add_node(n)?;
+        }
+        Ok(c)
+    }
+
+    pub fn add_node(&mut self, node: Node) -> Result<usize, ClusterError> {
+        let i = self.nodes.len();
+        if self.node_index.insert(node.name.clone(), i).is_some() {
+            return Err(ClusterError::DuplicateNode(node.name));
+        }
+        self.nodes.push(node);
+        self.usage.push(NodeUsage::default());
+        self.groups_by_node.push(Vec::new());
+        Ok(i)
     }
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
         self.node_index.get(name).copied()
     }
 
+    fn unknown(pod: &BoundPod, node: &str) -> ClusterError {
+        ClusterError::UnknownNode {
+            namespace: pod.namespace.clone(),
+            pod: pod.name.clone(),
+            node: node.to_string(),
+        }
+    }
+
+    /// The label set's id, interning it on first sight.
+    fn intern(&mut self, namespace: String, labels: BTreeMap<String, String>) -> usize {
+        let key = LabelSet { namespace, labels };
+        if let Some(&set) = self.label_set_index.get(&key) {
+            return set;
+        }
+        let set = self.label_sets.len();
+        self.label_sets.push(key.clone());
+        self.label_set_index.insert(key, set);
+        set
+    }
+
     /// Binds a pod to a node of the snapshot.
     pub fn add_pod(&mut self, node: &str, pod: BoundPod) -> Result<(), ClusterError> {
-        let i = self
-            .node_index(node)
-            .ok_or_else(|| ClusterError::UnknownNode {
-                namespace: pod.namespace.clone(),
-                pod: pod.name.clone(),
-                node: node.to_string(),
-            })?;
+        let i = self.node_index(node).ok_or_else(|| Self::unknown(&pod, node))?;
+        let u = &mut self.usage[i];
+        u.pods += 1;
+        u.requested.add(&pod.requests);
+        u.host_ports.extend(pod.host_ports);
         if !pod.terminating {
-            let key = LabelSet {
-                namespace: pod.namespace.clone(),
-                labels: pod.labels.clone(),
-            };
-            let next = self.label_sets.len();
-            let set = *self.label_set_index.entry(key.clone()).or_insert(next);
-            if set == next {
-                self.label_sets.push(key);
-            }
+            let set = self.intern(pod.namespace, pod.labels);
             let groups = &mut self.groups_by_node[i];
             match groups.iter_mut().find(|(s, _)| *s == set) {
                 Some((_, n)) => *n += 1,
                 None => groups.push((set, 1)),
             }
-            for t in &pod.anti_affinity {
-                self.anti_terms.push((i, set, t.clone()));
+            for t in pod.anti_affinity {
+                self.anti_terms.push((i, set, t));
             }
         }
-        self.pods_by_node[i].push(pod);
+        Ok(())
+    }
+
+    /// Takes a pod added with [`Cluster::add_pod`] off its node again: a bound pod explained as
+    /// if it were scheduled now, without itself.
+    pub fn remove_pod(&mut self, node: &str, pod: &BoundPod) -> Result<(), ClusterError> {
+        let i = self.node_index(node).ok_or_else(|| Self::unknown(pod, node))?;
+        let u = &mut self.usage[i];
+        u.pods = u.pods.saturating_sub(1);
+        u.requested.sub(&pod.requests);
+        for p in &pod.host_ports {
+            if let Some(k) = u.host_ports.iter().position(|x| x == p) {
+                u.host_ports.swap_remove(k);
+            }
+        }
+        if pod.terminating {
+            return Ok(());
+        }
+        let key = LabelSet {
+            namespace: pod.namespace.clone(),
+            labels: pod.labels.clone(),
+        };
+        let Some(&set) = self.label_set_index.get(&key) else {
+            return Ok(());
+        };
+        let groups = &mut self.groups_by_node[i];
+        if let Some(k) = groups.iter().position(|(s, _)| *s == set) {
+            groups[k].1 -= 1;
+            if groups[k].1 == 0 {
+                groups.swap_remove(k);
+            }
+        }
+        for t in &pod.anti_affinity {
+            if let Some(k) = self
+                .anti_terms
+                .iter()
+                .position(|(n, s, x)| *n == i && *s == set && x == t)
+            {
+                self.anti_terms.swap_remove(k);
+            }
+        }
         Ok(())
     }
 

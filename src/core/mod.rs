@@ -4,4 +4,6 @@ pub mod cluster;
 pub mod filter;
 pub mod labels;
 pub mod nodeselector;
+pub mod resources;
 pub mod satisfy;
+pub mod snapshot;

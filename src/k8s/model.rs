@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, NodeSelectorTerm, PodAffinityTerm, PodSchedulingGate, Toleration,
-    TopologySpreadConstraint,
+    Affinity, NodeSelectorTerm, PodAffinityTerm, PodSchedulingGate, ResourceRequirements,
+    Toleration, TopologySpreadConstraint,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -142,6 +143,48 @@ pub struct PodSpec {
     pub scheduling_gates: Option<Vec<PodSchedulingGate>>,
     #[serde(default)]
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    /// What NodeResourcesFit and NodePorts read of the containers.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub containers: Vec<Container>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub init_containers: Vec<Container>,
+    #[serde(default)]
+    pub overhead: Option<BTreeMap<String, Quantity>>,
+    /// Pod-level resources.
+    #[serde(default)]
+    pub resources: Option<ResourceRequirements>,
+}
+
+/// A container, as far as the scheduler's resource and port filters read it.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Container {
+    #[serde(default)]
+    pub resources: Option<ResourceRequirements>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub ports: Vec<ContainerPort>,
+    /// `Always` on an init container makes it a sidecar.
+    #[serde(default)]
+    pub restart_policy: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerPort {
+    #[serde(default, rename = "hostIP")]
+    pub host_ip: Option<String>,
+    #[serde(default)]
+    pub host_port: Option<i32>,
+    #[serde(default)]
+    pub protocol: Option<String>,
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 impl PodSpec {

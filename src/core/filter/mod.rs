@@ -6,6 +6,8 @@
 mod inter_pod_affinity;
 mod node_affinity;
 mod node_name;
+mod node_ports;
+mod node_resources_fit;
 mod node_unschedulable;
 mod taint_toleration;
 mod topology_spread;
@@ -19,6 +21,8 @@ use crate::k8s::workload::PodTemplate;
 use inter_pod_affinity::InterPodAffinity;
 use node_affinity::NodeAffinity;
 use node_name::NodeName;
+use node_ports::NodePorts;
+use node_resources_fit::NodeResourcesFit;
 use node_unschedulable::NodeUnschedulable;
 use taint_toleration::TaintToleration;
 use topology_spread::PodTopologySpread;
@@ -27,12 +31,15 @@ pub const NODE_NAME: &str = "NodeName";
 pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";
 pub const NODE_AFFINITY: &str = "NodeAffinity";
 pub const TAINT_TOLERATION: &str = "TaintToleration";
+pub const NODE_PORTS: &str = "NodePorts";
+pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
 pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
 pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
 
 pub const REASON_NODE_NAME: &str = "node(s) didn't match the requested node name";
 pub const REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 pub const REASON_NODE_AFFINITY: &str = "node(s) didn't match Pod's node affinity/selector";
+pub const REASON_NODE_PORTS: &str = "node(s) didn't have free ports for the requested pod ports";
 pub const REASON_SPREAD: &str = "node(s) didn't match pod topology spread constraints";
 pub const REASON_SPREAD_MISSING_LABEL: &str =
     "node(s) didn't match pod topology spread constraints (missing required label)";
@@ -122,6 +129,8 @@ pub struct PodState<'a> {
     node_name: NodeName<'a>,
     taints: TaintToleration<'a>,
     affinity: NodeAffinity,
+    ports: NodePorts,
+    fit: NodeResourcesFit,
     spread: PodTopologySpread<'a>,
     inter_pod: InterPodAffinity<'a>,
 }
@@ -147,6 +156,8 @@ impl<'a> PodState<'a> {
             node_name: NodeName::new(spec.node_name.as_deref()),
             taints,
             affinity,
+            ports: NodePorts::new(spec),
+            fit: NodeResourcesFit::new(spec),
             spread,
             inter_pod: InterPodAffinity::new(cluster, spec, labels, namespace),
         }
@@ -185,6 +196,13 @@ impl<'a> PodState<'a> {
         }
         if let Some(r) = self.affinity.filter(node) {
             out.push(Reason::new(NODE_AFFINITY, r));
+        }
+        let usage = &self.cluster.usage[i];
+        if let Some(r) = self.ports.filter(usage) {
+            out.push(Reason::new(NODE_PORTS, r));
+        }
+        for r in self.fit.filter(node, usage) {
+            out.push(Reason::new(NODE_RESOURCES_FIT, &r));
         }
         if let Some((r, detail)) = self.spread.filter(node) {
             out.push(Reason {

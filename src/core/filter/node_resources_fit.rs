@@ -1,0 +1,56 @@
+//! NodeResourcesFit: the pod's requests must fit into what the node has left (allocatable minus
+//! the requests of its pods), and the node must have room for one more pod. Every shortage is
+//! reported, the pod count first.
+
+use crate::core::cluster::{Node, NodeUsage};
+use crate::core::resources::{pod_requests, Resources};
+use crate::k8s::model::PodSpec;
+
+pub(super) const TOO_MANY_PODS: &str = "Too many pods";
+
+pub(super) struct NodeResourcesFit {
+    request: Resources,
+}
+
+impl NodeResourcesFit {
+    pub(super) fn new(spec: &PodSpec) -> NodeResourcesFit {
+        NodeResourcesFit {
+            request: pod_requests(spec),
+        }
+    }
+
+    /// The scheduler's `fitsRequest`: "Too many pods", then "Insufficient <resource>" for each
+    /// resource that does not fit. A node without allocatable in the snapshot is not checked.
+    pub(super) fn filter(&self, node: &Node, usage: &NodeUsage) -> Vec<String> {
+        let Some(alloc) = &node.allocatable else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if i64::from(usage.pods) + 1 > alloc.pods {
+            out.push(TOO_MANY_PODS.to_string());
+        }
+        let req = &self.request;
+        if req.is_zero() {
+            return out;
+        }
+        let (a, used) = (&alloc.resources, &usage.requested);
+        let short = |want: i64, have: i64, used: i64| want > 0 && want > have.saturating_sub(used);
+        if short(req.milli_cpu, a.milli_cpu, used.milli_cpu) {
+            out.push("Insufficient cpu".into());
+        }
+        if short(req.memory, a.memory, used.memory) {
+            out.push("Insufficient memory".into());
+        }
+        if short(req.ephemeral_storage, a.ephemeral_storage, used.ephemeral_storage) {
+            out.push("Insufficient ephemeral-storage".into());
+        }
+        for (name, want) in &req.scalar {
+            let have = a.scalar.get(name).copied().unwrap_or(0);
+            let taken = used.scalar.get(name).copied().unwrap_or(0);
+            if short(*want, have, taken) {
+                out.push(format!("Insufficient {name}"));
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,462 @@
+//! Resource requests and host ports as kube-scheduler's NodeResourcesFit and NodePorts read them:
+//! quantities in the scheduler's units (milli-CPU, bytes, counts), a pod's effective request
+//! (`resourcehelper.PodRequests`) and the host ports it wants (`schedutil.GetHostPorts`).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::k8s::model::{Container, PodSpec};
+
+pub const CPU: &str = "cpu";
+pub const MEMORY: &str = "memory";
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+pub const PODS: &str = "pods";
+
+/// A quantity string (`100m`, `1.5Gi`, `2e3`) as a rational `mantissa * 10^e10 * 2^e2`.
+fn parse_parts(s: &str) -> Option<(bool, i128, i32, i32)> {
+    let s = s.trim();
+    let (neg, s) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let num_end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(num_end);
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    if int.is_empty() && frac.is_empty() || frac.contains('.') {
+        return None;
+    }
+    let mut mantissa: i128 = 0;
+    let mut e10: i32 = 0;
+    for (i, c) in int.bytes().chain(frac.bytes()).enumerate() {
+        // Digits beyond what i128 holds only move the value by less than one part in 10^30.
+        if mantissa < 10i128.pow(30) {
+            mantissa = mantissa * 10 + i128::from(c - b'0');
+            if i >= int.len() {
+                e10 -= 1;
+            }
+        } else if i < int.len() {
+            e10 += 1;
+        }
+    }
+    let (x10, x2) = match suffix {
+        "" => (0, 0),
+        "n" => (-9, 0),
+        "u" => (-6, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        e => {
+            let exp = e.strip_prefix(['e', 'E'])?;
+            let v: i32 = exp.parse().ok()?;
+            if !(-100..=100).contains(&v) {
+                return None;
+            }
+            (v, 0)
+        }
+    };
+    Some((neg, mantissa, e10 + x10, x2))
+}
+
+/// The quantity times `10^scale`, rounded up as `resource.Quantity.ScaledValue` rounds; `None`
+/// when it does not parse. Values beyond i64 saturate.
+pub fn scaled(q: &str, scale: i32) -> Option<i64> {
+    let (neg, mut m, e10, e2) = parse_parts(q)?;
+    let e10 = e10 + scale;
+    for _ in 0..e2 {
+        m = m.saturating_mul(2);
+    }
+    let v = if e10 >= 0 {
+        m.saturating_mul(10i128.checked_pow(e10 as u32).unwrap_or(i128::MAX))
+    } else {
+        let d = 10i128.checked_pow(e10.unsigned_abs()).unwrap_or(i128::MAX);
+        // Round away from zero, as Quantity.ScaledValue does.
+        (m + d - 1) / d
+    };
+    let v = if neg { -v } else { v };
+    Some(v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
+}
+
+/// A resource list in the scheduler's units: CPU in millicores, everything else in base units.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resources {
+    pub milli_cpu: i64,
+    pub memory: i64,
+    pub ephemeral_storage: i64,
+    /// Extended resources, hugepages and other scalar resources (`schedutil.IsScalarResourceName`).
+    pub scalar: BTreeMap<String, i64>,
+}
+
+/// `IsScalarResourceName`: extended resources (a domain outside kubernetes.io), hugepages,
+/// attachable volumes and prefixed native resources; other names are not scheduled on.
+pub fn is_scalar(name: &str) -> bool {
+    name.starts_with("hugepages-") || name.starts_with("attachable-volumes-") || name.contains('/')
+}
+
+impl Resources {
+    /// From a resource list. Names the scheduler does not account are dropped; so is `pods`.
+    pub fn from_list(list: &BTreeMap<String, Quantity>) -> Resources {
+        let mut r = Resources::default();
+        for (name, q) in list {
+            r.set(name, &q.0);
+        }
+        r
+    }
+
+    fn set(&mut self, name: &str, q: &str) {
+        match name {
+            CPU => self.milli_cpu = scaled(q, 3).unwrap_or(0),
+            MEMORY => self.memory = scaled(q, 0).unwrap_or(0),
+            EPHEMERAL_STORAGE => self.ephemeral_storage = scaled(q, 0).unwrap_or(0),
+            n if is_scalar(n) => {
+                self.scalar.insert(n.to_string(), scaled(q, 0).unwrap_or(0));
+            }
+            _ => {}
+        }
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.scalar.is_empty()
+    }
+
+    pub fn add(&mut self, o: &Resources) {
+        self.milli_cpu = self.milli_cpu.saturating_add(o.milli_cpu);
+        self.memory = self.memory.saturating_add(o.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_add(o.ephemeral_storage);
+        for (k, v) in &o.scalar {
+            let e = self.scalar.entry(k.clone()).or_insert(0);
+            *e = e.saturating_add(*v);
+        }
+    }
+
+    /// Undoes `add` (a pod leaving its node).
+    pub fn sub(&mut self, o: &Resources) {
+        self.milli_cpu = self.milli_cpu.saturating_sub(o.milli_cpu);
+        self.memory = self.memory.saturating_sub(o.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_sub(o.ephemeral_storage);
+        for (k, v) in &o.scalar {
+            if let Some(e) = self.scalar.get_mut(k) {
+                *e = e.saturating_sub(*v);
+            }
+        }
+    }
+
+    /// Per resource, the larger of the two (`maxResourceList`).
+    fn max(&mut self, o: &Resources) {
+        self.milli_cpu = self.milli_cpu.max(o.milli_cpu);
+        self.memory = self.memory.max(o.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(o.ephemeral_storage);
+        for (k, v) in &o.scalar {
+            let e = self.scalar.entry(k.clone()).or_insert(*v);
+            *e = (*e).max(*v);
+        }
+    }
+}
+
+/// A container's requests as the apiserver stores them: a resource with a limit and no request
+/// is defaulted to request its limit.
+fn container_requests(c: &Container) -> Resources {
+    let Some(res) = &c.resources else {
+        return Resources::default();
+    };
+    let mut r = Resources::default();
+    if let Some(limits) = &res.limits {
+        for (name, q) in limits {
+            r.set(name, &q.0);
+        }
+    }
+    if let Some(requests) = &res.requests {
+        for (name, q) in requests {
+            r.set(name, &q.0);
+        }
+    }
+    r
+}
+
+/// `resourcehelper.PodRequests` without non-zero defaults, as NodeResourcesFit's filter uses it:
+/// regular containers and sidecars (restartable init containers) run together; each other init
+/// container runs alone beside the sidecars started before it; the pod needs the larger of the
+/// two. Pod-level requests (`spec.resources`) replace the containers' sum for the resources they
+/// set (cpu, memory, hugepages); the overhead comes on top.
+pub fn pod_requests(spec: &PodSpec) -> Resources {
+    let mut reqs = Resources::default();
+    for c in &spec.containers {
+        reqs.add(&container_requests(c));
+    }
+    let mut sidecars = Resources::default();
+    let mut init_max = Resources::default();
+    for c in &spec.init_containers {
+        let mut r = container_requests(c);
+        if c.restart_policy.as_deref() == Some("Always") {
+            reqs.add(&r);
+            sidecars.add(&r);
+            r = sidecars.clone();
+        } else {
+            r.add(&sidecars);
+        }
+        init_max.max(&r);
+    }
+    reqs.max(&init_max);
+    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+        for (name, q) in pod_level {
+            if name == CPU || name == MEMORY || name.starts_with("hugepages-") {
+                reqs.set(name, &q.0);
+            }
+        }
+    }
+    if let Some(overhead) = &spec.overhead {
+        reqs.add(&Resources::from_list(overhead));
+    }
+    reqs
+}
+
+/// One host port a pod binds, defaulted as `HostPortInfo.Add` does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostPort {
+    pub ip: String,
+    pub protocol: String,
+    pub port: i32,
+}
+
+pub const ANY_IP: &str = "0.0.0.0";
+
+/// `schedutil.GetHostPorts`: the host ports of the regular containers and sidecars.
+pub fn host_ports(spec: &PodSpec) -> Vec<HostPort> {
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    let mut out = Vec::new();
+    for c in spec.containers.iter().chain(sidecars) {
+        for p in &c.ports {
+            let port = p.host_port.unwrap_or(0);
+            if port <= 0 {
+                continue;
+            }
+            let ip = p.host_ip.as_deref().filter(|s| !s.is_empty()).unwrap_or(ANY_IP);
+            let protocol = p.protocol.as_deref().filter(|s| !s.is_empty()).unwrap_or("TCP");
+            out.push(HostPort {
+                ip: ip.to_string(),
+                protocol: protocol.to_string(),
+                port,
+            });
+        }
+    }
+    out
+}
+
+/// `HostPortInfo.CheckConflict`: the same protocol and port on the same address, or on any
+/// address when either side binds 0.0.0.0.
+pub fn conflicts(used: &[HostPort], want: &HostPort) -> bool {
+    used.iter().any(|u| {
+        u.port == want.port
+            && u.protocol == want.protocol
+            && (u.ip == want.ip || u.ip == ANY_IP || want.ip == ANY_IP)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_in_scheduler_units() {
+        let cases = [
+            ("100m", 3, Some(100)),
+            ("1", 3, Some(1000)),
+            ("0.5", 3, Some(500)),
+            ("1.5", 3, Some(1500)),
+            ("2500u", 3, Some(3)), // rounded up
+            ("1n", 3, Some(1)),
+            ("1Ki", 0, Some(1024)),
+            ("1.5Gi", 0, Some(1_610_612_736)),
+            ("128974848", 0, Some(128_974_848)),
+            ("129e6", 0, Some(129_000_000)),
+            ("123Mi", 0, Some(128_974_848)),
+            ("1M", 0, Some(1_000_000)),
+            ("1E", 0, Some(1_000_000_000_000_000_000)),
+            ("8Ei", 0, Some(i64::MAX)), // saturates
+            ("-1", 0, Some(-1)),
+            ("+2k", 0, Some(2000)),
+            (".5", 0, Some(1)),
+            ("", 0, None),
+            ("1Z", 0, None),
+            ("1.2.3", 0, None),
+            ("e3", 0, None),
+        ];
+        for (q, scale, want) in cases {
+            assert_eq!(scaled(q, scale), want, "{q} at 10^{scale}");
+        }
+    }
+
+    fn container(requests: &[(&str, &str)], limits: &[(&str, &str)], sidecar: bool) -> Container {
+        let list = |kv: &[(&str, &str)]| {
+            (!kv.is_empty()).then(|| {
+                kv.iter()
+                    .map(|(k, v)| (k.to_string(), Quantity(v.to_string())))
+                    .collect()
+            })
+        };
+        Container {
+            resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                requests: list(requests),
+                limits: list(limits),
+                ..Default::default()
+            }),
+            restart_policy: sidecar.then(|| "Always".to_string()),
+            ..Default::default()
+        }
+    }
+
+    /// Cases from component-helpers' TestPodRequests and the scheduler's fit tests.
+    #[test]
+    fn pod_requests_count_init_containers_sidecars_and_overhead() {
+        let cpu_mem = |cpu: i64, mem: i64| Resources {
+            milli_cpu: cpu,
+            memory: mem,
+            ..Default::default()
+        };
+        struct Case {
+            name: &'static str,
+            spec: PodSpec,
+            want: Resources,
+        }
+        let cases = [
+            Case {
+                name: "containers are summed",
+                spec: PodSpec {
+                    containers: vec![
+                        container(&[("cpu", "1"), ("memory", "1Gi")], &[], false),
+                        container(&[("cpu", "500m")], &[], false),
+                    ],
+                    ..Default::default()
+                },
+                want: cpu_mem(1500, 1 << 30),
+            },
+            Case {
+                name: "a limit without a request is the request",
+                spec: PodSpec {
+                    containers: vec![container(&[("cpu", "1")], &[("cpu", "2"), ("memory", "1Mi")], false)],
+                    ..Default::default()
+                },
+                want: cpu_mem(1000, 1 << 20),
+            },
+            Case {
+                name: "the largest init container wins over a smaller sum",
+                spec: PodSpec {
+                    containers: vec![container(&[("cpu", "1")], &[], false)],
+                    init_containers: vec![
+                        container(&[("cpu", "3")], &[], false),
+                        container(&[("cpu", "2"), ("memory", "1")], &[], false),
+                    ],
+                    ..Default::default()
+                },
+                want: cpu_mem(3000, 1),
+            },
+            Case {
+                // TestPodRequests "restartable init container": sidecar 1 + later init 2 = 3
+                // against containers 1 + sidecar 1 = 2.
+                name: "sidecars run beside later init containers and the app",
+                spec: PodSpec {
+                    containers: vec![container(&[("cpu", "1")], &[], false)],
+                    init_containers: vec![
+                        container(&[("cpu", "1")], &[], true),
+                        container(&[("cpu", "2")], &[], false),
+                    ],
+                    ..Default::default()
+                },
+                want: cpu_mem(3000, 0),
+            },
+            Case {
+                name: "an init container before the sidecar runs alone",
+                spec: PodSpec {
+                    containers: vec![container(&[("cpu", "1")], &[], false)],
+                    init_containers: vec![
+                        container(&[("cpu", "2")], &[], false),
+                        container(&[("cpu", "1")], &[], true),
+                    ],
+                    ..Default::default()
+                },
+                want: cpu_mem(2000, 0),
+            },
+            Case {
+                name: "overhead is added; pod-level requests replace the sum",
+                spec: PodSpec {
+                    containers: vec![container(&[("cpu", "1"), ("memory", "1")], &[], false)],
+                    overhead: Some(
+                        [("cpu".to_string(), Quantity("250m".into()))].into_iter().collect(),
+                    ),
+                    resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                        requests: Some(
+                            [("memory".to_string(), Quantity("5".into()))].into_iter().collect(),
+                        ),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                want: cpu_mem(1250, 5),
+            },
+            Case {
+                name: "extended resources and hugepages are scalar; unknown names are not",
+                spec: PodSpec {
+                    containers: vec![container(
+                        &[("nvidia.com/gpu", "2"), ("hugepages-2Mi", "4Mi"), ("foo", "1")],
+                        &[],
+                        false,
+                    )],
+                    ..Default::default()
+                },
+                want: Resources {
+                    scalar: [
+                        ("hugepages-2Mi".to_string(), 4 << 20),
+                        ("nvidia.com/gpu".to_string(), 2),
+                    ]
+                    .into_iter()
+                    .collect(),
+                    ..Default::default()
+                },
+            },
+        ];
+        for c in cases {
+            assert_eq!(pod_requests(&c.spec), c.want, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn host_port_conflicts() {
+        let hp = |ip: &str, proto: &str, port| HostPort {
+            ip: ip.into(),
+            protocol: proto.into(),
+            port,
+        };
+        // From the scheduler's node_ports_test.go.
+        let cases = [
+            (vec![hp("127.0.0.1", "UDP", 8080)], hp("127.0.0.1", "UDP", 8080), true),
+            (vec![hp("127.0.0.1", "TCP", 8080)], hp("127.0.0.1", "UDP", 8080), false),
+            (vec![hp("127.0.0.1", "TCP", 8080)], hp("127.0.0.2", "TCP", 8080), false),
+            (vec![hp("127.0.0.1", "TCP", 8001)], hp("127.0.0.1", "TCP", 8080), false),
+            (vec![hp("127.0.0.1", "TCP", 8080)], hp(ANY_IP, "TCP", 8080), true),
+            (vec![hp(ANY_IP, "TCP", 8001)], hp("127.0.0.1", "TCP", 8001), true),
+            (vec![hp(ANY_IP, "UDP", 8001)], hp("127.0.0.1", "TCP", 8001), false),
+        ];
+        for (used, want, conflict) in cases {
+            assert_eq!(conflicts(&used, &want), conflict, "{used:?} vs {want:?}");
+        }
+    }
+}

@@ -1,0 +1,493 @@
+//! Filling the compact [`Cluster`] from Nodes, Pods and Namespaces as the API writes them
+//! (`kubectl get nodes,pods,namespaces -A -o json|yaml`, or one page of a list). Objects are
+//! read straight into slim types that hold only what the filters read; unknown fields are skipped
+//! without being built, and each object is folded into the snapshot as soon as it is read, so a
+//! dump of any size is read in one pass and in memory proportional to the snapshot.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+
+use k8s_openapi::api::core::v1::{Affinity, Taint};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use super::cluster::{Allocatable, BoundPod, Cluster, ClusterError, Node};
+use super::resources::{host_ports, pod_requests, scaled, Resources, PODS};
+use crate::k8s::model::{Container, PodSpec};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimMeta {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub deletion_timestamp: Option<IgnoredAny>,
+}
+
+/// The spec fields of a Node and of a Pod that the filters read (the two kinds share no name).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimSpec {
+    #[serde(default)]
+    pub node_name: Option<String>,
+    #[serde(default)]
+    pub containers: Option<Vec<Container>>,
+    #[serde(default)]
+    pub init_containers: Option<Vec<Container>>,
+    #[serde(default)]
+    pub overhead: Option<BTreeMap<String, Quantity>>,
+    #[serde(default)]
+    pub resources: Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+    #[serde(default)]
+    pub affinity: Option<Affinity>,
+    #[serde(default)]
+    pub taints: Option<Vec<Taint>>,
+    #[serde(default)]
+    pub unschedulable: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlimStatus {
+    #[serde(default)]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub allocatable: Option<BTreeMap<String, Quantity>>,
+}
+
+/// A Node, Pod or Namespace, as far as the snapshot reads it.
+#[derive(Debug, Default, Deserialize)]
+pub struct SlimObject {
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub metadata: SlimMeta,
+    #[serde(default)]
+    pub spec: Option<SlimSpec>,
+    #[serde(default)]
+    pub status: Option<SlimStatus>,
+}
+
+/// How many objects of each kind went into a snapshot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub nodes: usize,
+    pub pods: usize,
+    /// Pods not bound to a node, or finished: they take nothing.
+    pub unbound_pods: usize,
+    pub namespaces: usize,
+    /// Pods bound to a node the snapshot lacks (a live list is not atomic); only when lenient.
+    pub orphan_pods: usize,
+}
+
+impl Counts {
+    pub fn objects(&self) -> usize {
+        self.nodes + self.pods + self.namespaces
+    }
+}
+
+/// `status.allocatable` in the scheduler's units.
+pub fn allocatable(list: &BTreeMap<String, Quantity>) -> Allocatable {
+    Allocatable {
+        resources: Resources::from_list(list),
+        pods: list.get(PODS).and_then(|q| scaled(&q.0, 0)).unwrap_or(0),
+    }
+}
+
+/// What a bound pod contributes to its node.
+pub fn bound_pod(
+    name: String,
+    namespace: String,
+    labels: BTreeMap<String, String>,
+    terminating: bool,
+    spec: &PodSpec,
+) -> BoundPod {
+    BoundPod {
+        name,
+        namespace,
+        labels,
+        anti_affinity: spec.required_pod_anti_affinity().to_vec(),
+        terminating,
+        requests: pod_requests(spec),
+        host_ports: host_ports(spec),
+    }
+}
+
+/// Builds a snapshot from objects in any order: pods that arrive before their node wait.
+#[derive(Default)]
+pub struct Builder {
+    cluster: Cluster,
+    pending: Vec<(String, BoundPod)>,
+    /// Whether a pod on an unknown node is an error (a dump) or only counted (a live list).
+    lenient: bool,
+    pub counts: Counts,
+}
+
+impl Builder {
+    pub fn new(lenient: bool) -> Builder {
+        Builder {
+            lenient,
+            ..Default::default()
+        }
+    }
+
+    /// Adds one object; `kind` is used when the object does not say (items of a typed list).
+    pub fn push(&mut self, obj: SlimObject, kind: Option<&str>) -> Result<(), String> {
+        let SlimObject {
+            kind: own_kind,
+            metadata,
+            spec,
+            status,
+        } = obj;
+        let kind = own_kind.as_deref().or(kind).unwrap_or("");
+        let name = metadata.name.unwrap_or_default();
+        match kind {
+            "Node" => {
+                let spec = spec.unwrap_or_default();
+                let node = Node {
+                    name,
+                    labels: metadata.labels.unwrap_or_default(),
+                    taints: spec.taints.unwrap_or_default(),
+                    unschedulable: spec.unschedulable.unwrap_or(false),
+                    allocatable: status.and_then(|s| s.allocatable).map(|a| allocatable(&a)),
+                };
+                self.cluster.add_node(node).map_err(|e| e.to_string())?;
+                self.counts.nodes += 1;
+            }
+            "Namespace" => {
+                let mut labels = metadata.labels.unwrap_or_default();
+                labels
+                    .entry("kubernetes.io/metadata.name".into())
+                    .or_insert_with(|| name.clone());
+                self.cluster.namespaces.insert(name, labels);
+                self.counts.namespaces += 1;
+            }
+            "Pod" => {
+                self.counts.pods += 1;
+                let spec = spec.unwrap_or_default();
+                let finished = matches!(
+                    status.and_then(|s| s.phase).as_deref(),
+                    Some("Succeeded" | "Failed")
+                );
+                let node = match spec.node_name {
+                    Some(n) if !n.is_empty() && !finished => n,
+                    _ => {
+                        self.counts.unbound_pods += 1;
+                        return Ok(());
+                    }
+                };
+                let pod_spec = PodSpec {
+                    affinity: spec.affinity,
+                    containers: spec.containers.unwrap_or_default(),
+                    init_containers: spec.init_containers.unwrap_or_default(),
+                    overhead: spec.overhead,
+                    resources: spec.resources,
+                    ..Default::default()
+                };
+                let pod = bound_pod(
+                    name,
+                    metadata.namespace.unwrap_or_else(|| "default".into()),
+                    metadata.labels.unwrap_or_default(),
+                    metadata.deletion_timestamp.is_some(),
+                    &pod_spec,
+                );
+                if self.cluster.node_index(&node).is_some() {
+                    self.cluster.add_pod(&node, pod).map_err(|e| e.to_string())?;
+                } else {
+                    self.pending.push((node, pod));
+                }
+            }
+            "" => return Err("an object without kind".into()),
+            other => {
+                return Err(format!(
+                    "unsupported kind {other:?} in the cluster snapshot; expected Node, Pod or Namespace"
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> Result<(Cluster, Counts), ClusterError> {
+        for (node, pod) in std::mem::take(&mut self.pending) {
+            match self.cluster.add_pod(&node, pod) {
+                Ok(()) => {}
+                Err(ClusterError::UnknownNode { .. }) if self.lenient => {
+                    self.counts.orphan_pods += 1
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((self.cluster, self.counts))
+    }
+}
+
+/// A top-level key, matched without allocating.
+enum Key {
+    Items,
+    Kind,
+    Metadata,
+    Spec,
+    Status,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "items" => Key::Items,
+                    "kind" => Key::Kind,
+                    "metadata" => Key::Metadata,
+                    "spec" => Key::Spec,
+                    "status" => Key::Status,
+                    _ => Key::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// One document: an object, or a `*List` whose items are pushed one by one as they are read.
+struct DocSeed<'b>(&'b mut Builder);
+
+impl<'de> DeserializeSeed<'de> for DocSeed<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DocSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Node, Pod, Namespace or a List of them")
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut obj = SlimObject::default();
+        let mut is_list = false;
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Items => {
+                    map.next_value_seed(ItemsSeed(self.0))?;
+                    is_list = true;
+                }
+                Key::Kind => obj.kind = map.next_value()?,
+                Key::Metadata => {
+                    obj.metadata = map.next_value::<Option<SlimMeta>>()?.unwrap_or_default()
+                }
+                Key::Spec => obj.spec = map.next_value()?,
+                Key::Status => obj.status = map.next_value()?,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if is_list {
+            return Ok(());
+        }
+        self.0.push(obj, None).map_err(de::Error::custom)
+    }
+}
+
+struct ItemsSeed<'b>(&'b mut Builder);
+
+impl<'de> DeserializeSeed<'de> for ItemsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ItemsSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of Nodes, Pods and Namespaces")
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(obj) = seq.next_element::<SlimObject>()? {
+            self.0.push(obj, None).map_err(de::Error::custom)?;
+        }
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// The builder a [`Doc`] feeds: readers that only hand out owned documents (a YAML stream)
+    /// cannot take a seed.
+    static SINK: RefCell<Option<Builder>> = const { RefCell::new(None) };
+}
+
+/// A document read into the thread's [`SINK`].
+struct Doc;
+
+impl<'de> Deserialize<'de> for Doc {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Doc, D::Error> {
+        let mut b = SINK
+            .with(|s| s.borrow_mut().take())
+            .ok_or_else(|| de::Error::custom("no snapshot is being read"))?;
+        let r = DocSeed(&mut b).deserialize(d);
+        SINK.with(|s| *s.borrow_mut() = Some(b));
+        r.map(|()| Doc)
+    }
+}
+
+/// Reads a dump: JSON (one or more values) or YAML (any number of documents). The input is
+/// streamed; only the snapshot is kept.
+pub fn read_dump<R: Read>(input: R, lenient: bool) -> Result<(Cluster, Counts), String> {
+    let mut r = BufReader::with_capacity(1 << 16, input);
+    let first = loop {
+        let buf = r.fill_buf().map_err(|e| e.to_string())?;
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => break buf.get(i).copied(),
+            None if buf.is_empty() => break None,
+            None => {
+                let n = buf.len();
+                r.consume(n);
+            }
+        }
+    };
+    SINK.with(|s| *s.borrow_mut() = Some(Builder::new(lenient)));
+    let result = match first {
+        None => Ok(()),
+        Some(b'{') | Some(b'[') => serde_json::Deserializer::from_reader(r)
+            .into_iter::<Doc>()
+            .try_for_each(|d| d.map(drop))
+            .map_err(|e| e.to_string()),
+        Some(_) => {
+            let mut r = r;
+            // A dump is as large as the cluster; alias expansion stays bounded by the defaults.
+            let mut budget = serde_saphyr::Budget::default();
+            budget.max_reader_input_bytes = None;
+            budget.max_events = usize::MAX;
+            budget.max_nodes = usize::MAX;
+            budget.max_total_scalar_bytes = usize::MAX;
+            budget.max_documents = usize::MAX;
+            let mut options = serde_saphyr::Options::default();
+            options.budget = Some(budget);
+            let result = serde_saphyr::read_with_options::<_, Doc>(&mut r, options)
+                .try_for_each(|d| d.map(drop))
+                .map_err(|e| e.to_string());
+            result
+        }
+    };
+    let builder = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
+    result?;
+    builder.finish().map_err(|e| e.to_string())
+}
+
+/// Reads one page of a typed list (`PodList`, `NodeList`, ...) into `builder`; returns the
+/// list's `metadata.continue` token.
+pub fn read_page(bytes: &[u8], kind: &str, builder: &mut Builder) -> Result<Option<String>, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let token = PageSeed { kind, builder }
+        .deserialize(&mut de)
+        .map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(token)
+}
+
+struct PageSeed<'a, 'b> {
+    kind: &'a str,
+    builder: &'b mut Builder,
+}
+
+impl<'de> DeserializeSeed<'de> for PageSeed<'_, '_> {
+    type Value = Option<String>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Option<String>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct ListMeta {
+    #[serde(default, rename = "continue")]
+    cont: Option<String>,
+}
+
+impl<'de> Visitor<'de> for PageSeed<'_, '_> {
+    type Value = Option<String>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a {}List", self.kind)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let mut token = None;
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Items => map.next_value_seed(TypedItems {
+                    kind: self.kind,
+                    builder: &mut *self.builder,
+                })?,
+                Key::Metadata => {
+                    token = map
+                        .next_value::<Option<ListMeta>>()?
+                        .and_then(|m| m.cont)
+                        .filter(|c| !c.is_empty())
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(token)
+    }
+}
+
+struct TypedItems<'a, 'b> {
+    kind: &'a str,
+    builder: &'b mut Builder,
+}
+
+impl<'de> DeserializeSeed<'de> for TypedItems<'_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TypedItems<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "a list of {}s", self.kind)
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(obj) = seq.next_element::<SlimObject>()? {
+            self.builder
+                .push(obj, Some(self.kind))
+                .map_err(de::Error::custom)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

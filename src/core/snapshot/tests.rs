@@ -1,0 +1,190 @@
+use super::*;
+
+const JSON_DUMP: &str = r#"{"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "early", "namespace": "web", "labels": {"app": "web"},
+    "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]},
+   "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}},
+     "ports": [{"containerPort": 80, "hostPort": 8080}]}]},
+   "status": {"phase": "Running", "containerStatuses": [{"name": "c", "ready": true}]}},
+  {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"zone": "a"}},
+   "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]},
+   "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110", "nvidia.com/gpu": "1"}, "capacity": {"cpu": "2"}}},
+  {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}, "spec": {"unschedulable": true}},
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-2", "namespace": "web", "labels": {"app": "web"}},
+   "spec": {"nodeName": "n1", "containers": [{"resources": {"limits": {"cpu": "1"}}}],
+     "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}}}},
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gone", "namespace": "web", "labels": {"app": "web"}, "deletionTimestamp": "2026-01-01T00:00:00Z"},
+   "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "100m"}}}]}},
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "done", "namespace": "web"}, "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "9"}}}]}, "status": {"phase": "Succeeded"}},
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pending", "namespace": "web"}, "spec": {"containers": [{}]}},
+  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "web", "labels": {"team": "a"}}}
+]}"#;
+
+/// The same cluster as YAML: a List split over two documents, plus a lone object.
+const YAML_DUMP: &str = r#"
+apiVersion: v1
+kind: List
+items:
+- kind: Pod
+  metadata: {name: early, namespace: web, labels: {app: web}}
+  spec:
+    nodeName: n1
+    containers:
+    - resources: {requests: {cpu: 250m, memory: 64Mi}}
+      ports: [{containerPort: 80, hostPort: 8080}]
+- kind: Node
+  metadata: {name: n1, labels: {zone: a}}
+  spec:
+    taints: [{key: k, value: v, effect: NoSchedule}]
+  status:
+    allocatable: {cpu: "2", memory: 4Gi, pods: "110", nvidia.com/gpu: "1"}
+- kind: Node
+  metadata: {name: n2}
+  spec: {unschedulable: true}
+---
+kind: Pod
+metadata: {name: web-2, namespace: web, labels: {app: web}}
+spec:
+  nodeName: n1
+  containers: [{resources: {limits: {cpu: "1"}}}]
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - {topologyKey: zone, labelSelector: {matchLabels: {app: web}}}
+---
+apiVersion: v1
+kind: List
+items:
+- kind: Pod
+  metadata: {name: gone, namespace: web, labels: {app: web}, deletionTimestamp: "2026-01-01T00:00:00Z"}
+  spec: {nodeName: n1, containers: [{resources: {requests: {cpu: 100m}}}]}
+- kind: Pod
+  metadata: {name: done, namespace: web}
+  spec: {nodeName: n1, containers: [{resources: {requests: {cpu: "9"}}}]}
+  status: {phase: Succeeded}
+- kind: Pod
+  metadata: {name: pending, namespace: web}
+  spec: {containers: [{}]}
+- kind: Namespace
+  metadata: {name: web, labels: {team: a}}
+"#;
+
+fn check(c: &Cluster, counts: &Counts) {
+    assert_eq!(
+        *counts,
+        Counts {
+            nodes: 2,
+            pods: 5,
+            unbound_pods: 2,
+            namespaces: 1,
+            orphan_pods: 0
+        }
+    );
+    let n1 = c.node_index("n1").unwrap();
+    let node = &c.nodes[n1];
+    assert_eq!(node.taints.len(), 1);
+    let alloc = node.allocatable.as_ref().unwrap();
+    assert_eq!(alloc.pods, 110);
+    assert_eq!(alloc.resources.milli_cpu, 2000);
+    assert_eq!(alloc.resources.memory, 4 << 30);
+    assert_eq!(alloc.resources.scalar["nvidia.com/gpu"], 1);
+    assert!(c.nodes[c.node_index("n2").unwrap()].unschedulable);
+    assert!(c.nodes[c.node_index("n2").unwrap()].allocatable.is_none());
+    // Three bound pods take n1's resources, the terminating one included; the finished and the
+    // pending pod take nothing. A limit without a request counts as the request.
+    let u = &c.usage[n1];
+    assert_eq!(u.pods, 3);
+    assert_eq!(u.requested.milli_cpu, 250 + 1000 + 100);
+    assert_eq!(u.requested.memory, 64 << 20);
+    assert_eq!(u.host_ports.len(), 1);
+    assert_eq!(u.host_ports[0].port, 8080);
+    // The two live pods of web share one label set; the terminating one is not counted there.
+    assert_eq!(c.label_sets.len(), 1);
+    assert_eq!(c.groups_by_node[n1], vec![(0, 2)]);
+    assert_eq!(c.anti_terms.len(), 1);
+    assert_eq!(c.namespace_labels("web")["kubernetes.io/metadata.name"], "web");
+}
+
+#[test]
+fn json_and_yaml_dumps_give_the_same_snapshot() {
+    let (c, counts) = read_dump(JSON_DUMP.as_bytes(), false).unwrap();
+    check(&c, &counts);
+    let (c, counts) = read_dump(YAML_DUMP.as_bytes(), false).unwrap();
+    check(&c, &counts);
+    // Concatenated JSON values are documents too.
+    let two = format!("{JSON_DUMP}\n{}", r#"{"kind": "Node", "metadata": {"name": "n3"}}"#);
+    let (c, _) = read_dump(two.as_bytes(), false).unwrap();
+    assert_eq!(c.nodes.len(), 3);
+    // Empty input is an empty cluster.
+    let (c, counts) = read_dump(&b"  \n"[..], false).unwrap();
+    assert!(c.nodes.is_empty() && counts == Counts::default());
+}
+
+#[test]
+fn a_pod_can_be_taken_off_its_node_again() {
+    let (mut c, _) = read_dump(JSON_DUMP.as_bytes(), false).unwrap();
+    let n1 = c.node_index("n1").unwrap();
+    let spec = PodSpec {
+        containers: vec![Container {
+            resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                limits: Some([("cpu".to_string(), Quantity("1".into()))].into_iter().collect()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }],
+        affinity: serde_json::from_value(serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "web"}}}]}})).unwrap(),
+        ..Default::default()
+    };
+    let labels: BTreeMap<String, String> = [("app".to_string(), "web".to_string())].into();
+    let pod = bound_pod("web-2".into(), "web".into(), labels, false, &spec);
+    c.remove_pod("n1", &pod).unwrap();
+    assert_eq!(c.usage[n1].pods, 2);
+    assert_eq!(c.usage[n1].requested.milli_cpu, 350);
+    assert_eq!(c.groups_by_node[n1], vec![(0, 1)]);
+    assert!(c.anti_terms.is_empty());
+}
+
+#[test]
+fn pages_of_typed_lists() {
+    let page = br#"{"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "12", "continue": "abc"},
+        "items": [{"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n"}}]}"#;
+    let mut b = Builder::new(true);
+    assert_eq!(read_page(page, "Pod", &mut b).unwrap().as_deref(), Some("abc"));
+    let nodes = br#"{"kind": "NodeList", "metadata": {"continue": ""}, "items": [{"metadata": {"name": "n"}}]}"#;
+    assert_eq!(read_page(nodes, "Node", &mut b).unwrap(), None);
+    let orphan = br#"{"items": [{"metadata": {"name": "q", "namespace": "d"}, "spec": {"nodeName": "gone"}}]}"#;
+    read_page(orphan, "Pod", &mut b).unwrap();
+    let (c, counts) = b.finish().unwrap();
+    assert_eq!(c.usage[0].pods, 1);
+    assert_eq!((counts.pods, counts.orphan_pods), (2, 1));
+    let err = read_page(b"{\"items\": [1]}", "Pod", &mut Builder::new(true)).unwrap_err();
+    assert!(err.contains("line 1 column"), "{err}");
+}
+
+#[test]
+fn bad_dumps_are_refused_with_the_reason_and_place() {
+    let cases = [
+        (
+            "{\"kind\": \"List\", \"items\": [\n{\"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\"}}]}",
+            "unsupported kind \"ConfigMap\" in the cluster snapshot; expected Node, Pod or Namespace at line 2",
+        ),
+        (
+            "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\", \"namespace\": \"d\"}, \"spec\": {\"nodeName\": \"ghost\"}}",
+            "pod d/p is bound to node \"ghost\", which is not in the snapshot",
+        ),
+        (
+            "{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\", \"labels\": [1]}}",
+            "invalid type: sequence, expected a map at line 1",
+        ),
+        ("{\"kind\": \"Node\", ", "EOF while parsing"),
+    ];
+    for (text, want) in cases {
+        let err = read_dump(text.as_bytes(), false).unwrap_err();
+        assert!(err.contains(want), "{text}: {err}");
+    }
+    let err = read_dump(&b"kind: Node\nmetadata:\n  labels: [1]\n"[..], false).unwrap_err();
+    assert!(err.contains("line 3") || err.contains("3:"), "{err}");
+    // Lenient reading counts the pod and goes on.
+    let (_, counts) = read_dump(cases[1].0.as_bytes(), true).unwrap();
+    assert_eq!(counts.orphan_pods, 1);
+}
