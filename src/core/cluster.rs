@@ -139,7 +139,9 @@ impl Cluster {
 
     /// Binds a pod to a node of the snapshot.
     pub fn add_pod(&mut self, node: &str, pod: BoundPod) -> Result<(), ClusterError> {
-        let i = self.node_index(node).ok_or_else(|| Self::unknown(&pod, node))?;
+        let i = self
+            .node_index(node)
+            .ok_or_else(|| Self::unknown(&pod, node))?;
         let u = &mut self.usage[i];
         u.pods += 1;
         u.requested.add(&pod.requests);
@@ -161,7 +163,9 @@ impl Cluster {
     /// Takes a pod added with [`Cluster::add_pod`] off its node again: a bound pod explained as
     /// if it were scheduled now, without itself.
     pub fn remove_pod(&mut self, node: &str, pod: &BoundPod) -> Result<(), ClusterError> {
-        let i = self.node_index(node).ok_or_else(|| Self::unknown(pod, node))?;
+        let i = self
+            .node_index(node)
+            .ok_or_else(|| Self::unknown(pod, node))?;
         let u = &mut self.usage[i];
         u.pods = u.pods.saturating_sub(1);
         u.requested.sub(&pod.requests);

@@ -249,8 +249,16 @@ pub fn host_ports(spec: &PodSpec) -> Vec<HostPort> {
             if port <= 0 {
                 continue;
             }
-            let ip = p.host_ip.as_deref().filter(|s| !s.is_empty()).unwrap_or(ANY_IP);
-            let protocol = p.protocol.as_deref().filter(|s| !s.is_empty()).unwrap_or("TCP");
+            let ip = p
+                .host_ip
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .unwrap_or(ANY_IP);
+            let protocol = p
+                .protocol
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .unwrap_or("TCP");
             out.push(HostPort {
                 ip: ip.to_string(),
                 protocol: protocol.to_string(),
@@ -352,7 +360,11 @@ mod tests {
             Case {
                 name: "a limit without a request is the request",
                 spec: PodSpec {
-                    containers: vec![container(&[("cpu", "1")], &[("cpu", "2"), ("memory", "1Mi")], false)],
+                    containers: vec![container(
+                        &[("cpu", "1")],
+                        &[("cpu", "2"), ("memory", "1Mi")],
+                        false,
+                    )],
                     ..Default::default()
                 },
                 want: cpu_mem(1000, 1 << 20),
@@ -400,11 +412,15 @@ mod tests {
                 spec: PodSpec {
                     containers: vec![container(&[("cpu", "1"), ("memory", "1")], &[], false)],
                     overhead: Some(
-                        [("cpu".to_string(), Quantity("250m".into()))].into_iter().collect(),
+                        [("cpu".to_string(), Quantity("250m".into()))]
+                            .into_iter()
+                            .collect(),
                     ),
                     resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
                         requests: Some(
-                            [("memory".to_string(), Quantity("5".into()))].into_iter().collect(),
+                            [("memory".to_string(), Quantity("5".into()))]
+                                .into_iter()
+                                .collect(),
                         ),
                         ..Default::default()
                     }),
@@ -416,7 +432,11 @@ mod tests {
                 name: "extended resources and hugepages are scalar; unknown names are not",
                 spec: PodSpec {
                     containers: vec![container(
-                        &[("nvidia.com/gpu", "2"), ("hugepages-2Mi", "4Mi"), ("foo", "1")],
+                        &[
+                            ("nvidia.com/gpu", "2"),
+                            ("hugepages-2Mi", "4Mi"),
+                            ("foo", "1"),
+                        ],
                         &[],
                         false,
                     )],
@@ -447,13 +467,41 @@ mod tests {
         };
         // From the scheduler's node_ports_test.go.
         let cases = [
-            (vec![hp("127.0.0.1", "UDP", 8080)], hp("127.0.0.1", "UDP", 8080), true),
-            (vec![hp("127.0.0.1", "TCP", 8080)], hp("127.0.0.1", "UDP", 8080), false),
-            (vec![hp("127.0.0.1", "TCP", 8080)], hp("127.0.0.2", "TCP", 8080), false),
-            (vec![hp("127.0.0.1", "TCP", 8001)], hp("127.0.0.1", "TCP", 8080), false),
-            (vec![hp("127.0.0.1", "TCP", 8080)], hp(ANY_IP, "TCP", 8080), true),
-            (vec![hp(ANY_IP, "TCP", 8001)], hp("127.0.0.1", "TCP", 8001), true),
-            (vec![hp(ANY_IP, "UDP", 8001)], hp("127.0.0.1", "TCP", 8001), false),
+            (
+                vec![hp("127.0.0.1", "UDP", 8080)],
+                hp("127.0.0.1", "UDP", 8080),
+                true,
+            ),
+            (
+                vec![hp("127.0.0.1", "TCP", 8080)],
+                hp("127.0.0.1", "UDP", 8080),
+                false,
+            ),
+            (
+                vec![hp("127.0.0.1", "TCP", 8080)],
+                hp("127.0.0.2", "TCP", 8080),
+                false,
+            ),
+            (
+                vec![hp("127.0.0.1", "TCP", 8001)],
+                hp("127.0.0.1", "TCP", 8080),
+                false,
+            ),
+            (
+                vec![hp("127.0.0.1", "TCP", 8080)],
+                hp(ANY_IP, "TCP", 8080),
+                true,
+            ),
+            (
+                vec![hp(ANY_IP, "TCP", 8001)],
+                hp("127.0.0.1", "TCP", 8001),
+                true,
+            ),
+            (
+                vec![hp(ANY_IP, "UDP", 8001)],
+                hp("127.0.0.1", "TCP", 8001),
+                false,
+            ),
         ];
         for (used, want, conflict) in cases {
             assert_eq!(conflicts(&used, &want), conflict, "{used:?} vs {want:?}");

@@ -401,7 +401,11 @@ pub fn read_dump<R: Read>(input: R, lenient: bool) -> Result<(Cluster, Counts), 
 
 /// Reads one page of a typed list (`PodList`, `NodeList`, ...) into `builder`; returns the
 /// list's `metadata.continue` token.
-pub fn read_page(bytes: &[u8], kind: &str, builder: &mut Builder) -> Result<Option<String>, String> {
+pub fn read_page(
+    bytes: &[u8],
+    kind: &str,
+    builder: &mut Builder,
+) -> Result<Option<String>, String> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let token = PageSeed { kind, builder }
         .deserialize(&mut de)

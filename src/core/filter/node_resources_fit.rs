@@ -41,7 +41,11 @@ impl NodeResourcesFit {
         if short(req.memory, a.memory, used.memory) {
             out.push("Insufficient memory".into());
         }
-        if short(req.ephemeral_storage, a.ephemeral_storage, used.ephemeral_storage) {
+        if short(
+            req.ephemeral_storage,
+            a.ephemeral_storage,
+            used.ephemeral_storage,
+        ) {
             out.push("Insufficient ephemeral-storage".into());
         }
         for (name, want) in &req.scalar {

@@ -683,3 +683,309 @@ fn spread_constraints_are_checked_in_order() {
         "a2: no rack first"
     );
 }
+
+/// A node as fit_test.go builds it: cpu=10m, memory=20, pods=32, example.com/aaa=5,
+/// ephemeral-storage=20, hugepages-2Mi=5; `existing` is the spec of one pod already on it.
+fn fit_cluster(pods: i64, existing: Option<Value>) -> Cluster {
+    let alloc = crate::core::snapshot::allocatable(
+        &json!({"cpu": "10m", "memory": "20", "pods": pods.to_string(), "example.com/aaa": "5",
+                "ephemeral-storage": "20", "hugepages-2Mi": "5"})
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                k8s_openapi::apimachinery::pkg::api::resource::Quantity(v.as_str().unwrap().into()),
+            )
+        })
+        .collect(),
+    );
+    let n = Node {
+        allocatable: Some(alloc),
+        ..node("n", &[])
+    };
+    let pods = existing
+        .map(|spec| {
+            let t = pod(json!({}), spec);
+            let b = crate::core::snapshot::bound_pod(
+                "old".into(),
+                "default".into(),
+                BTreeMap::new(),
+                false,
+                &t.spec,
+            );
+            vec![("n", b)]
+        })
+        .unwrap_or_default();
+    cluster(vec![n], pods)
+}
+
+fn containers(reqs: &[Value]) -> Value {
+    Value::Array(
+        reqs.iter()
+            .map(|r| json!({"resources": {"requests": r}}))
+            .collect(),
+    )
+}
+
+fn reasons_on(c: &Cluster, p: &PodTemplate) -> Vec<String> {
+    let mut r: Vec<String> = evaluate(c, p, "default")[0]
+        .reasons
+        .iter()
+        .map(|r| r.message.clone())
+        .collect();
+    r.sort();
+    r
+}
+
+/// kube-scheduler's TestEnoughRequests, TestNotEnoughRequests and TestStorageRequests.
+#[test]
+fn node_resources_fit() {
+    let cm = |cpu: &str, mem: &str| json!({"cpu": cpu, "memory": mem});
+    let cases: Vec<(&str, Value, Option<Value>, Vec<&str>)> = vec![
+        (
+            "no resources requested always fits",
+            json!({}),
+            Some(json!({"containers": containers(&[cm("10m", "20")])})),
+            vec![],
+        ),
+        (
+            "too many resources fails",
+            json!({"containers": containers(&[cm("1m", "1")])}),
+            Some(json!({"containers": containers(&[cm("10m", "20")])})),
+            vec!["Insufficient cpu", "Insufficient memory"],
+        ),
+        (
+            "too many resources fails due to init container cpu",
+            json!({"containers": containers(&[cm("1m", "1")]), "initContainers": containers(&[cm("3m", "1")])}),
+            Some(json!({"containers": containers(&[cm("8m", "19")])})),
+            vec!["Insufficient cpu"],
+        ),
+        (
+            "init containers are the max, not the sum",
+            json!({"containers": containers(&[cm("1m", "1")]), "initContainers": containers(&[cm("1m", "1"), cm("1m", "1")])}),
+            Some(json!({"containers": containers(&[cm("9m", "19")])})),
+            vec![],
+        ),
+        (
+            "both resources fit on the edge",
+            json!({"containers": containers(&[cm("5m", "1")])}),
+            Some(json!({"containers": containers(&[cm("5m", "19")])})),
+            vec![],
+        ),
+        (
+            "extended resource capacity enforced",
+            json!({"containers": containers(&[json!({"cpu": "1m", "memory": "1", "example.com/aaa": "10"})])}),
+            None,
+            vec!["Insufficient example.com/aaa"],
+        ),
+        (
+            "extended resource allocatable enforced for multiple containers",
+            json!({"containers": containers(&[json!({"example.com/aaa": "3"}), json!({"example.com/aaa": "3"})])}),
+            Some(json!({"containers": containers(&[json!({"example.com/aaa": "2"})])})),
+            vec!["Insufficient example.com/aaa"],
+        ),
+        (
+            "extended resource allocatable admits multiple init containers",
+            json!({"initContainers": containers(&[json!({"example.com/aaa": "3"}), json!({"example.com/aaa": "3"})])}),
+            Some(json!({"containers": containers(&[json!({"example.com/aaa": "2"})])})),
+            vec![],
+        ),
+        (
+            "unknown extended resource has no capacity",
+            json!({"containers": containers(&[json!({"example.com/bbb": "1"})])}),
+            None,
+            vec!["Insufficient example.com/bbb"],
+        ),
+        (
+            "hugepages capacity enforced",
+            json!({"containers": containers(&[json!({"hugepages-2Mi": "10"})])}),
+            None,
+            vec!["Insufficient hugepages-2Mi"],
+        ),
+        (
+            "resources and overhead fail on memory",
+            json!({"containers": containers(&[cm("1m", "1")]), "overhead": cm("1m", "15")}),
+            Some(json!({"containers": containers(&[cm("5m", "5")])})),
+            vec!["Insufficient memory"],
+        ),
+        (
+            "resources and overhead fit",
+            json!({"containers": containers(&[cm("1m", "1")]), "overhead": cm("3m", "13")}),
+            Some(json!({"containers": containers(&[cm("5m", "5")])})),
+            vec![],
+        ),
+        (
+            "pod-level requests replace the containers'",
+            json!({"containers": containers(&[cm("1m", "1")]), "resources": {"requests": cm("7m", "2")}}),
+            Some(json!({"containers": containers(&[cm("5m", "5")])})),
+            vec!["Insufficient cpu"],
+        ),
+        (
+            "an explicit zero of an overcommitted extended resource fits",
+            json!({"containers": containers(&[json!({"example.com/aaa": "0"})])}),
+            Some(json!({"containers": containers(&[json!({"example.com/aaa": "6"})])})),
+            vec![],
+        ),
+        (
+            "ephemeral storage is enforced",
+            json!({"containers": containers(&[json!({"ephemeral-storage": "25"})])}),
+            Some(json!({"containers": containers(&[cm("2m", "2")])})),
+            vec!["Insufficient ephemeral-storage"],
+        ),
+        (
+            "a sidecar adds to the regular containers",
+            json!({"containers": containers(&[cm("5m", "1")]), "initContainers": [{"restartPolicy": "Always", "resources": {"requests": {"cpu": "6m"}}}]}),
+            None,
+            vec!["Insufficient cpu"],
+        ),
+    ];
+    for (name, spec, existing, want) in cases {
+        let c = fit_cluster(32, existing);
+        assert_eq!(reasons_on(&c, &pod(json!({}), spec)), want, "{name}");
+    }
+    // TestNotEnoughRequests: the pod count is checked before anything else, even for a pod that
+    // requests nothing.
+    let c = fit_cluster(1, Some(json!({})));
+    assert_eq!(
+        reasons_on(&c, &pod(json!({}), json!({}))),
+        vec!["Too many pods"]
+    );
+    assert_eq!(
+        reasons_on(
+            &c,
+            &pod(
+                json!({}),
+                json!({"containers": containers(&[cm("11m", "1")])})
+            )
+        ),
+        vec!["Insufficient cpu", "Too many pods"]
+    );
+    // The summary counts each shortage, as the scheduler's histogram does.
+    assert_eq!(
+        summary(&evaluate(
+            &c,
+            &pod(
+                json!({}),
+                json!({"containers": containers(&[cm("11m", "1")])})
+            ),
+            "default"
+        )),
+        "0/1 nodes are available: 1 Insufficient cpu, 1 Too many pods."
+    );
+    // A node without allocatable in the snapshot is not checked.
+    let bare = cluster(vec![node("bare", &[])], vec![]);
+    assert!(reasons_on(
+        &bare,
+        &pod(
+            json!({}),
+            json!({"containers": containers(&[cm("100", "1Ti")])})
+        )
+    )
+    .is_empty());
+}
+
+/// kube-scheduler's TestNodePorts.
+#[test]
+fn node_ports() {
+    let ports = |v: &[(&str, &str, i32)]| json!({"containers": [{"ports": v.iter().map(|(proto, ip, port)| json!({"containerPort": 1, "protocol": proto, "hostIP": ip, "hostPort": port})).collect::<Vec<_>>()}]});
+    let cases: Vec<(&str, Value, Value, bool)> = vec![
+        (
+            "no host ports",
+            json!({}),
+            ports(&[("TCP", "", 8080)]),
+            true,
+        ),
+        (
+            "other port",
+            ports(&[("UDP", "127.0.0.1", 8080)]),
+            ports(&[("UDP", "127.0.0.1", 9090)]),
+            true,
+        ),
+        (
+            "same udp port",
+            ports(&[("UDP", "127.0.0.1", 8080)]),
+            ports(&[("UDP", "127.0.0.1", 8080)]),
+            false,
+        ),
+        (
+            "same tcp port, other address",
+            ports(&[("TCP", "127.0.0.1", 8080)]),
+            ports(&[("TCP", "127.0.0.2", 8080)]),
+            true,
+        ),
+        (
+            "same port, other protocol",
+            ports(&[("UDP", "127.0.0.1", 8080)]),
+            ports(&[("TCP", "127.0.0.1", 8080)]),
+            true,
+        ),
+        (
+            "second port conflicts",
+            ports(&[("TCP", "127.0.0.1", 8001), ("UDP", "127.0.0.1", 8080)]),
+            ports(&[("TCP", "127.0.0.1", 8001), ("UDP", "127.0.0.1", 8081)]),
+            false,
+        ),
+        (
+            "wanted on every address",
+            ports(&[("TCP", "0.0.0.0", 8001)]),
+            ports(&[("TCP", "127.0.0.1", 8001)]),
+            false,
+        ),
+        (
+            "used on every address",
+            ports(&[("TCP", "127.0.0.1", 8001)]),
+            ports(&[("TCP", "0.0.0.0", 8001)]),
+            false,
+        ),
+        (
+            "used on every address, other protocol",
+            ports(&[("UDP", "127.0.0.1", 8001)]),
+            ports(&[("TCP", "0.0.0.0", 8001)]),
+            true,
+        ),
+        (
+            "both protocols used on every address",
+            ports(&[("UDP", "127.0.0.1", 8001)]),
+            ports(&[("TCP", "0.0.0.0", 8001), ("UDP", "0.0.0.0", 8001)]),
+            false,
+        ),
+        (
+            "defaults: no address and no protocol are 0.0.0.0/TCP",
+            ports(&[("", "", 80)]),
+            ports(&[("TCP", "10.0.0.1", 80)]),
+            false,
+        ),
+        (
+            "plain init containers bind no host port",
+            json!({"initContainers": [{"ports": [{"containerPort": 1, "hostPort": 80}]}]}),
+            ports(&[("TCP", "", 80)]),
+            true,
+        ),
+        (
+            "sidecars bind host ports",
+            json!({"initContainers": [{"restartPolicy": "Always", "ports": [{"containerPort": 1, "hostPort": 80}]}]}),
+            ports(&[("TCP", "", 80)]),
+            false,
+        ),
+    ];
+    for (name, incoming, existing, fits) in cases {
+        let t = pod(json!({}), existing);
+        let b = crate::core::snapshot::bound_pod(
+            "old".into(),
+            "default".into(),
+            BTreeMap::new(),
+            false,
+            &t.spec,
+        );
+        let c = cluster(vec![node("n", &[])], vec![("n", b)]);
+        let r = reasons_on(&c, &pod(json!({}), incoming));
+        let want: Vec<String> = if fits {
+            vec![]
+        } else {
+            vec![REASON_NODE_PORTS.to_string()]
+        };
+        assert_eq!(r, want, "{name}");
+    }
+}

@@ -102,7 +102,10 @@ fn check(c: &Cluster, counts: &Counts) {
     assert_eq!(c.label_sets.len(), 1);
     assert_eq!(c.groups_by_node[n1], vec![(0, 2)]);
     assert_eq!(c.anti_terms.len(), 1);
-    assert_eq!(c.namespace_labels("web")["kubernetes.io/metadata.name"], "web");
+    assert_eq!(
+        c.namespace_labels("web")["kubernetes.io/metadata.name"],
+        "web"
+    );
 }
 
 #[test]
@@ -112,7 +115,10 @@ fn json_and_yaml_dumps_give_the_same_snapshot() {
     let (c, counts) = read_dump(YAML_DUMP.as_bytes(), false).unwrap();
     check(&c, &counts);
     // Concatenated JSON values are documents too.
-    let two = format!("{JSON_DUMP}\n{}", r#"{"kind": "Node", "metadata": {"name": "n3"}}"#);
+    let two = format!(
+        "{JSON_DUMP}\n{}",
+        r#"{"kind": "Node", "metadata": {"name": "n3"}}"#
+    );
     let (c, _) = read_dump(two.as_bytes(), false).unwrap();
     assert_eq!(c.nodes.len(), 3);
     // Empty input is an empty cluster.
@@ -149,7 +155,10 @@ fn pages_of_typed_lists() {
     let page = br#"{"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "12", "continue": "abc"},
         "items": [{"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n"}}]}"#;
     let mut b = Builder::new(true);
-    assert_eq!(read_page(page, "Pod", &mut b).unwrap().as_deref(), Some("abc"));
+    assert_eq!(
+        read_page(page, "Pod", &mut b).unwrap().as_deref(),
+        Some("abc")
+    );
     let nodes = br#"{"kind": "NodeList", "metadata": {"continue": ""}, "items": [{"metadata": {"name": "n"}}]}"#;
     assert_eq!(read_page(nodes, "Node", &mut b).unwrap(), None);
     let orphan = br#"{"items": [{"metadata": {"name": "q", "namespace": "d"}, "spec": {"nodeName": "gone"}}]}"#;
