@@ -52,7 +52,7 @@ fn build(nodes: usize, zones: usize, pods: usize, odd_bar: bool, anti_every: usi
                 namespace: "default".into(),
                 labels,
                 anti_affinity,
-                terminating: false,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -10,7 +10,8 @@
 //! - [`admission`]: the AdmissionReview protocol over that evaluation.
 //! - [`ci`]: the offline commands: `check` and its reports, `test`, `explain`.
 //!
-//! Adapters: [`server`] (HTTPS, TLS, metrics) and [`cli`] (commands, file inputs).
+//! Adapters: [`server`] (HTTPS, TLS, metrics), [`cli`] (commands, file inputs) and [`live`]
+//! (the Kubernetes API through `kube`).
 #![forbid(unsafe_code)] // also in Cargo.toml's [lints], which covers the binary and tests
 
 pub mod k8s;
@@ -26,4 +27,5 @@ pub mod admission;
 pub mod ci;
 
 pub mod cli;
+pub mod live;
 pub mod server;

@@ -23,7 +23,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
     ),
 ];
 /// Adapters: they may use every layer, and no pure layer may use them.
-const ADAPTERS: [&str; 2] = ["server", "cli"];
+const ADAPTERS: [&str; 3] = ["server", "cli", "live"];
 const FORBIDDEN: [&str; 8] = [
     "actix",
     "tokio",

@@ -19,6 +19,8 @@ pub const IGNORE_REASON_ANNOTATION: &str = "placement-guard.io/ignore-reason";
 pub const RULE_YAML: &str = "yaml-syntax";
 pub const RULE_INVALID: &str = "invalid-object";
 pub const RULE_UNREADABLE: &str = "unreadable";
+/// `audit`: a pod, or a workload's pod template, that no node of the cluster can run now.
+pub const RULE_FEASIBILITY: &str = "feasibility";
 
 /// A workload a WorkloadSpread may target: (group, kind, namespace, name), pod spec, replicas.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,6 +114,27 @@ impl Checker {
                 format!("not valid YAML: {}", e.message),
             )),
         }
+    }
+
+    /// Checks one object read from the API server; `origin` (`namespace/Kind/name`) stands
+    /// where a file name would.
+    pub fn check_value(&mut self, origin: &str, value: Value) {
+        self.report.files += 1;
+        self.check_object(origin, Object::from_value(value));
+    }
+
+    /// A warning that no node can run the pod (or the workload's pods) now: `summary` is the
+    /// scheduler's `0/N nodes are available: ...`.
+    pub fn infeasible(&mut self, origin: &str, object: &str, message: String) {
+        let mut d = Diagnostic::file_level(
+            origin,
+            manifest::Pos { line: 0, column: 0 },
+            RULE_FEASIBILITY,
+            message,
+        );
+        d.severity = Severity::Warning;
+        d.object = object.to_string();
+        self.report.diagnostics.push(d);
     }
 
     fn check_object(&mut self, file: &str, obj: Object) {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::ci::check::{RULE_INVALID, RULE_UNREADABLE, RULE_YAML};
+use crate::ci::check::{RULE_FEASIBILITY, RULE_INVALID, RULE_UNREADABLE, RULE_YAML};
 use crate::k8s::manifest::Pos;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -162,7 +162,12 @@ pub fn findings_text(r: &Report, color: bool) -> String {
             Severity::Error => paint("1;31", "error"),
             Severity::Warning => paint("1;33", "warning"),
         };
-        let loc = paint("1", &format!("{}:{}:{}", d.file, d.line, d.column));
+        // Objects read from the API server have no position: `namespace/Kind/name` alone.
+        let loc = if d.line == 0 {
+            paint("1", &d.file)
+        } else {
+            paint("1", &format!("{}:{}:{}", d.file, d.line, d.column))
+        };
         let _ = writeln!(out, "{loc}: {sev}[{}] {}", d.rule, headline(d));
         if let Some(h) = &d.hint {
             let _ = writeln!(out, "    {} {h}", paint("36", "help:"));
@@ -192,10 +197,14 @@ pub fn json(r: &Report) -> String {
 }
 
 /// Diagnostics about the input rather than a rule: (id, summary).
-const INPUT_RULES: [(&str, &str); 3] = [
+const INPUT_RULES: [(&str, &str); 4] = [
     (RULE_YAML, "The file is not valid YAML"),
     (RULE_INVALID, "The object cannot be read as its kind"),
     (RULE_UNREADABLE, "The file cannot be read"),
+    (
+        RULE_FEASIBILITY,
+        "No node of the live cluster can run the pod now (kube-scheduler's filters; `audit`)",
+    ),
 ];
 
 /// `%SRCROOT%`: the directory relative paths are relative to.
@@ -273,25 +282,33 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
                 })
                 .message(Message::builder().text(text).build())
                 .locations(vec![Location::builder()
-                    .physical_location(
-                        PhysicalLocation::builder()
-                            .artifact_location({
-                                let (uri, base) = artifact(&d.file, root);
-                                match base {
-                                    Some(b) => {
-                                        ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
-                                    }
-                                    None => ArtifactLocation::builder().uri(uri).build(),
+                    .physical_location({
+                        let artifact = {
+                            let (uri, base) = artifact(&d.file, root);
+                            match base {
+                                Some(b) => {
+                                    ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
                                 }
-                            })
-                            .region(
-                                Region::builder()
-                                    .start_line(d.line as i64)
-                                    .start_column(d.column as i64)
-                                    .build(),
-                            )
-                            .build(),
-                    )
+                                None => ArtifactLocation::builder().uri(uri).build(),
+                            }
+                        };
+                        // Objects read from the API server have no region.
+                        if d.line > 0 {
+                            PhysicalLocation::builder()
+                                .artifact_location(artifact)
+                                .region(
+                                    Region::builder()
+                                        .start_line(d.line as i64)
+                                        .start_column(d.column as i64)
+                                        .build(),
+                                )
+                                .build()
+                        } else {
+                            PhysicalLocation::builder()
+                                .artifact_location(artifact)
+                                .build()
+                        }
+                    })
                     .build()])
                 .build()
         })

@@ -2,6 +2,7 @@
 //! allowed/clean, 1 denied or findings, 2 unusable input or usage.
 
 pub mod inputs;
+pub mod live;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -188,16 +189,24 @@ pub enum Command {
     },
     /// On which nodes may this pod run, and why not elsewhere (kube-scheduler's filters).
     Explain {
-        /// Nodes, Pods and Namespaces: `kubectl get nodes,pods,namespaces -A -o yaml`.
-        #[arg(long, required_unless_present = "workloadspread")]
+        /// A cluster dump (Nodes, Pods and Namespaces, JSON or YAML: `kubectl get
+        /// nodes,pods,namespaces -A -o json`), or - for stdin. Without it, the live cluster.
+        #[arg(long)]
         cluster: Option<PathBuf>,
-        /// A Pod, or a workload whose pod template is explained.
+        /// A Pod or workload: a manifest file, or in the live cluster NAME (a pod), pod/NAME,
+        /// deployment/NAME, sts/NAME, ... A live pod already bound is placed again, without
+        /// itself.
         #[arg(
             long,
             required_unless_present = "workloadspread",
             conflicts_with = "workloadspread"
         )]
-        pod: Option<PathBuf>,
+        pod: Option<String>,
+        /// Namespace of a live pod or workload (default: the kubeconfig context's).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        #[command(flatten)]
+        live: live::LiveArgs,
         /// An OpenKruise WorkloadSpread: show how replicas are distributed over its subsets.
         #[arg(long, requires = "workload")]
         workloadspread: Option<PathBuf>,
@@ -210,6 +219,40 @@ pub enum Command {
         /// Output format.
         #[arg(short = 'o', long, value_enum, default_value = "text")]
         output: ExplainOutput,
+    },
+    /// Every Pod and workload of the live cluster through the same rules as `check`, for what
+    /// was admitted before the webhook, while it failed open, or under older rules; and the
+    /// Pending pods and workload templates no node can run now.
+    Audit {
+        /// Rule file (built-in defaults otherwise).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Only this namespace (default: the kubeconfig context's).
+        #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
+        namespace: Option<String>,
+        /// Every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        /// Output format.
+        #[arg(short = 'o', long, value_enum, default_value = "text")]
+        output: Output,
+        /// Exit 1 on errors only (default), or on warnings too.
+        #[arg(long, value_enum, default_value = "error")]
+        fail_on: FailOn,
+        /// Color in text output.
+        #[arg(long, value_enum, default_value = "auto")]
+        color: Color,
+        /// Report only these rules (repeatable).
+        #[arg(long, value_name = "RULE", conflicts_with = "skip_rule")]
+        only_rule: Vec<String>,
+        /// Do not report these rules (repeatable).
+        #[arg(long, value_name = "RULE")]
+        skip_rule: Vec<String>,
+        /// Findings only: no summary line, no notes on stderr.
+        #[arg(short, long)]
+        quiet: bool,
+        #[command(flatten)]
+        live: live::LiveArgs,
     },
     /// Print a shell completion script: `placement-guard completions bash > /etc/bash_completion.d/placement-guard`.
     Completions {
@@ -418,17 +461,74 @@ pub fn run() -> ExitCode {
         Command::Explain {
             cluster,
             pod,
+            namespace,
+            live,
             workloadspread,
             workload,
             replicas,
             output,
-        } => match (workloadspread, workload, pod, cluster) {
-            (Some(ws), Some(w), _, cluster) => {
+        } => match (workloadspread, workload, pod) {
+            (Some(ws), Some(w), _) => {
                 run_explain_spread(&ws, &w, replicas, cluster.as_ref(), output)
             }
-            (_, _, Some(pod), Some(cluster)) => run_explain(&cluster, &pod, output),
-            _ => fail("give --cluster and --pod, or --workloadspread and --workload"),
+            (_, _, Some(pod)) => {
+                run_explain(cluster.as_ref(), &pod, namespace.as_deref(), &live, output)
+            }
+            _ => fail("give --pod (with --cluster for a dump), or --workloadspread and --workload"),
         },
+        Command::Audit {
+            rules,
+            namespace,
+            all_namespaces,
+            output,
+            fail_on,
+            color,
+            only_rule,
+            skip_rule,
+            quiet,
+            live,
+        } => {
+            let rules = match load_rules(rules.as_ref()) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+            if let Err(e) = check_rule_names(&only_rule, &skip_rule) {
+                return fail(e);
+            }
+            let namespace = match (all_namespaces, namespace) {
+                (true, _) => None,
+                (false, Some(ns)) => Some(ns),
+                (false, None) => match default_namespace(&live) {
+                    Ok(ns) => Some(ns),
+                    Err(e) => return fail(e),
+                },
+            };
+            match live::audit(live::AuditRun {
+                args: &live,
+                rules: &rules,
+                namespace,
+            }) {
+                Ok(outcome) => {
+                    if !quiet {
+                        for n in &outcome.notes {
+                            eprintln!("placement-guard: {n}");
+                        }
+                    }
+                    render_report(
+                        outcome.report,
+                        &Rendering {
+                            output,
+                            color,
+                            quiet,
+                            fail_on,
+                            only_rule: &only_rule,
+                            skip_rule: &skip_rule,
+                        },
+                    )
+                }
+                Err(e) => fail(e),
+            }
+        }
         Command::Rules {
             print_defaults,
             list,
@@ -462,13 +562,8 @@ struct CheckRun<'a> {
 
 fn run_check(run: CheckRun) -> ExitCode {
     use crate::ci::check::Checker;
-    use crate::ci::report::{self, Severity};
-    use std::io::IsTerminal;
-    let known = report::rule_ids();
-    for r in run.only_rule.iter().chain(run.skip_rule) {
-        if !known.contains(&r.as_str()) {
-            return fail(format!("unknown rule {r:?}; rules: {}", known.join(", ")));
-        }
+    if let Err(e) = check_rule_names(run.only_rule, run.skip_rule) {
+        return fail(e);
     }
     let collected = crate::cli::inputs::collect(run.paths, run.exclude);
     if !collected.missing.is_empty() {
@@ -516,12 +611,82 @@ fn run_check(run: CheckRun) -> ExitCode {
             Err(e) => checker.unreadable(&i.name, e.clone()),
         }
     }
-    let mut report = checker.finish();
+    let report = checker.finish();
     if report.objects + report.skipped == 0 && report.diagnostics.is_empty() && !run.allow_empty {
         return fail(
             "no objects in the input (an empty file or stream); pass --allow-empty if that is expected",
         );
     }
+    render_report(
+        report,
+        &Rendering {
+            output: run.output,
+            color: run.color,
+            quiet: run.quiet,
+            fail_on: run.fail_on,
+            only_rule: run.only_rule,
+            skip_rule: run.skip_rule,
+        },
+    )
+}
+
+/// How `check` and `audit` print their report.
+struct Rendering<'a> {
+    output: Output,
+    color: Color,
+    quiet: bool,
+    fail_on: FailOn,
+    only_rule: &'a [String],
+    skip_rule: &'a [String],
+}
+
+fn check_rule_names(only: &[String], skip: &[String]) -> Result<(), String> {
+    let known = crate::ci::report::rule_ids();
+    for r in only.iter().chain(skip) {
+        if !known.contains(&r.as_str()) {
+            return Err(format!("unknown rule {r:?}; rules: {}", known.join(", ")));
+        }
+    }
+    Ok(())
+}
+
+/// `audit`'s namespace when neither -n nor -A is given: the context's, as kubectl does.
+fn default_namespace(args: &live::LiveArgs) -> Result<String, String> {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..Default::default()
+    };
+    let kc = match &args.kubeconfig {
+        Some(p) => Kubeconfig::read_from(p).ok(),
+        None => Kubeconfig::read().ok(),
+    };
+    let Some(kc) = kc else {
+        // In a pod: its own namespace; the connection reports the error otherwise.
+        return Ok(std::fs::read_to_string(
+            "/var/run/secrets/kubernetes.io/serviceaccount/namespace",
+        )
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "default".into()));
+    };
+    let name = options.context.clone().or(kc.current_context.clone());
+    let ctx = kc.contexts.iter().find(|c| Some(&c.name) == name.as_ref());
+    match (name, ctx) {
+        (Some(n), None) if args.context.is_some() => {
+            Err(format!("kubeconfig: context {n:?} does not exist"))
+        }
+        (_, Some(c)) => Ok(c
+            .context
+            .as_ref()
+            .and_then(|c| c.namespace.clone())
+            .unwrap_or_else(|| "default".into())),
+        _ => Ok("default".into()),
+    }
+}
+
+fn render_report(mut report: crate::ci::report::Report, run: &Rendering) -> ExitCode {
+    use crate::ci::report::{self, Severity};
+    use std::io::IsTerminal;
     if !run.only_rule.is_empty() {
         report
             .diagnostics
@@ -616,7 +781,7 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
     }
 }
 
-fn read_objects(path: &PathBuf) -> Result<Vec<crate::k8s::manifest::Object>, String> {
+pub(crate) fn read_objects(path: &PathBuf) -> Result<Vec<crate::k8s::manifest::Object>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let text = crate::cli::inputs::decode(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     crate::k8s::manifest::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
@@ -628,8 +793,9 @@ fn read_cluster(path: &PathBuf) -> Result<crate::core::cluster::Cluster, String>
     if path.as_os_str() == "-" {
         return cluster_from(std::io::stdin().lock()).map_err(|e| e.0);
     }
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    cluster_from(f).map_err(|e| e.0)
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    cluster_from(f).map_err(|e| format!("{}: {}", path.display(), e.0))
 }
 
 fn run_explain_spread(
@@ -649,7 +815,7 @@ fn run_explain_spread(
         None => None,
         Some(c) => match read_cluster(c) {
             Ok(s) => Some(s),
-            Err(e) => return fail(format!("{}: {e}", c.display())),
+            Err(e) => return fail(e),
         },
     };
     match explain::workloadspread(&ws_objs, &w_objs, replicas, snapshot.as_ref()) {
@@ -666,21 +832,40 @@ fn run_explain_spread(
     }
 }
 
-fn run_explain(cluster: &PathBuf, pod: &PathBuf, output: ExplainOutput) -> ExitCode {
+fn run_explain(
+    cluster: Option<&PathBuf>,
+    pod: &str,
+    namespace: Option<&str>,
+    live_args: &live::LiveArgs,
+    output: ExplainOutput,
+) -> ExitCode {
     use crate::ci::explain;
-    let snapshot = match read_cluster(cluster) {
+    let dump = match cluster.map(read_cluster).transpose() {
         Ok(c) => c,
-        Err(e) => return fail(format!("{}: {e}", cluster.display())),
-    };
-    let pod_objs = match read_objects(pod) {
-        Ok(o) => o,
         Err(e) => return fail(e),
     };
-    let (template, ns) = match explain::pod_from(&pod_objs) {
-        Ok(p) => p,
-        Err(e) => return fail(format!("{}: {e}", pod.display())),
+    let results = match (&dump, live::pod_source(pod)) {
+        // A dump and a manifest: nothing to ask the API server.
+        (Some(snapshot), Ok(live::PodSource::File(path))) => {
+            let pod_objs = match read_objects(&path.to_path_buf()) {
+                Ok(o) => o,
+                Err(e) => return fail(e),
+            };
+            let (template, ns) = match explain::pod_from(&pod_objs) {
+                Ok(p) => p,
+                Err(e) => return fail(format!("{}: {e}", path.display())),
+            };
+            crate::core::filter::evaluate(snapshot, &template, &ns)
+        }
+        (_, Err(e)) => return fail(e),
+        (dump, Ok(_)) => match live::explain(live_args, pod, namespace, dump.as_ref()) {
+            Ok((results, description)) => {
+                eprintln!("placement-guard: {description}");
+                results
+            }
+            Err(e) => return fail(e),
+        },
     };
-    let results = crate::core::filter::evaluate(&snapshot, &template, &ns);
     match output {
         ExplainOutput::Text => out!("{}", explain::text(&results)),
         ExplainOutput::Json => out!("{}", explain::json(&results)),

@@ -24,6 +24,15 @@ pub struct Object {
 }
 
 impl Object {
+    /// An object that comes from no file (the API server): it has no positions, and every
+    /// position is 0:0.
+    pub fn from_value(value: Value) -> Object {
+        Object {
+            value,
+            positions: HashMap::new(),
+        }
+    }
+
     /// Where `path` is, or its nearest ancestor that exists in the file.
     pub fn position(&self, path: &FieldPath) -> Pos {
         let segs = path.json_segments();
@@ -32,17 +41,14 @@ impl Object {
                 return *p;
             }
         }
-        self.positions
-            .get("")
-            .copied()
-            .unwrap_or(Pos { line: 1, column: 1 })
+        self.start()
     }
 
     pub fn start(&self) -> Pos {
         self.positions
             .get("")
             .copied()
-            .unwrap_or(Pos { line: 1, column: 1 })
+            .unwrap_or(Pos { line: 0, column: 0 })
     }
 }
 

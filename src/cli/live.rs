@@ -1,0 +1,349 @@
+//! The commands that talk to a live cluster: `explain` of a pod or workload by name, and
+//! `audit`. Each runs on a single-threaded runtime; all their waiting is on the API server.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::ci::check::Checker;
+use crate::ci::report::Report;
+use crate::core::cluster::Cluster;
+use crate::core::filter;
+use crate::core::snapshot::bound_pod;
+use crate::k8s::workload::{self, Kind, PodTemplate};
+use crate::live::{self, Connect, LiveError, Progress};
+use crate::rules::config::RuleSet;
+
+/// How to reach the cluster, as kubectl takes it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LiveArgs {
+    /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then the pod's service
+    /// account when running in a cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current context).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Seconds each API request may take.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub request_timeout: u64,
+}
+
+impl LiveArgs {
+    fn connect(&self) -> Connect {
+        Connect {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            timeout: self.timeout(),
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout.max(1))
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))
+}
+
+/// Where `explain --pod` finds its pod: a manifest file, or a live object.
+pub enum PodSource<'a> {
+    File(&'a Path),
+    Live(Kind, &'a str),
+}
+
+pub fn pod_source(arg: &str) -> Result<PodSource<'_>, String> {
+    let path = Path::new(arg);
+    if path.is_file() {
+        return Ok(PodSource::File(path));
+    }
+    let looks_like_file = [".yaml", ".yml", ".json"].iter().any(|e| arg.ends_with(e));
+    match live::parse_ref(arg) {
+        Some((kind, name)) if !looks_like_file => Ok(PodSource::Live(kind, name)),
+        _ if looks_like_file || arg.contains('/') && live::parse_ref(arg).is_none() => Err(format!(
+            "no such file {arg:?}, and not a pod or workload reference (pod/NAME, deployment/NAME, ...)"
+        )),
+        _ => Err(format!("not a pod or workload reference: {arg:?}")),
+    }
+}
+
+/// The pod to explain and its namespace, and whether it is bound (it then holds a node's
+/// resources in the snapshot, which are given back before it is placed again).
+pub struct Target {
+    pub template: PodTemplate,
+    pub namespace: String,
+    /// The node a live Pod is bound to, with what it takes of it.
+    pub bound: Option<(String, crate::core::cluster::BoundPod)>,
+    pub description: String,
+}
+
+fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, String> {
+    let mut template = workload::parse_value(kind, v).map_err(|e| e.to_string())?;
+    let mut bound = None;
+    let phase = v["status"]["phase"].as_str().unwrap_or("");
+    if kind == Kind::Pod {
+        if let Some(node) = template.spec.node_name.take().filter(|n| !n.is_empty()) {
+            if phase != "Succeeded" && phase != "Failed" {
+                let pod = bound_pod(
+                    name.to_string(),
+                    ns.to_string(),
+                    template.template_meta().labels().clone(),
+                    !v["metadata"]["deletionTimestamp"].is_null(),
+                    &template.spec,
+                );
+                bound = Some((node, pod));
+            }
+        }
+    }
+    let description = match (kind, &bound) {
+        (Kind::Pod, Some((node, _))) => format!(
+            "pod {ns}/{name} is bound to {node}; explained as if it were scheduled now, without itself"
+        ),
+        (Kind::Pod, None) => format!("pod {ns}/{name} ({})", if phase.is_empty() { "no phase" } else { phase }),
+        _ => format!("{} {ns}/{name}: a new pod of its template", kind.name()),
+    };
+    Ok(Target {
+        template,
+        namespace: ns.to_string(),
+        bound,
+        description,
+    })
+}
+
+/// `explain` against the live cluster: the snapshot from the API (or `dump`), the pod from the
+/// API or a file.
+pub fn explain(
+    args: &LiveArgs,
+    pod: &str,
+    namespace: Option<&str>,
+    dump: Option<&Cluster>,
+) -> Result<(Vec<filter::NodeResult>, String), String> {
+    let source = pod_source(pod)?;
+    runtime()?.block_on(async {
+        let conn = live::connect(&args.connect()).await.map_err(|e| e.0)?;
+        let ns = namespace.unwrap_or(&conn.namespace).to_string();
+        let target = match source {
+            PodSource::File(path) => {
+                let objs = super::read_objects(&path.to_path_buf())?;
+                let (template, namespace) = crate::ci::explain::pod_from(&objs)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                Target {
+                    template,
+                    namespace,
+                    bound: None,
+                    description: format!("{}", path.display()),
+                }
+            }
+            PodSource::Live(kind, name) => {
+                let v = live::get(&conn, kind, &ns, name, args.timeout())
+                    .await
+                    .map_err(|e| e.0)?;
+                live_target(kind, name, &ns, &v)?
+            }
+        };
+        let listed;
+        let cluster = match dump {
+            Some(c) => c,
+            None => {
+                listed = live::snapshot(&conn, args.timeout(), &mut Progress::default())
+                    .await
+                    .map_err(|e| e.0)?
+                    .0;
+                &listed
+            }
+        };
+        let results = match &target.bound {
+            Some((node, pod)) if cluster.node_index(node).is_some() => {
+                let mut without = cluster.clone();
+                without.remove_pod(node, pod).map_err(|e| e.to_string())?;
+                filter::evaluate(&without, &target.template, &target.namespace)
+            }
+            _ => filter::evaluate(cluster, &target.template, &target.namespace),
+        };
+        Ok((results, target.description))
+    })
+}
+
+/// Kinds `audit` reads, owners before what they own.
+const AUDITED: [Kind; 9] = [
+    Kind::CronJob,
+    Kind::Job,
+    Kind::Deployment,
+    Kind::ReplicaSet,
+    Kind::StatefulSet,
+    Kind::DaemonSet,
+    Kind::ReplicationController,
+    Kind::PodTemplate,
+    Kind::Pod,
+];
+
+/// An object whose controller is an audited workload: its owner's template is judged instead.
+fn controlled_by_audited(v: &Value) -> bool {
+    v["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| o["controller"] == true)
+        .any(|o| {
+            let api = o["apiVersion"].as_str().unwrap_or("");
+            let kind = o["kind"].as_str().unwrap_or("");
+            Kind::from_api_version(api, kind).is_some_and(|k| AUDITED.contains(&k))
+        })
+}
+
+pub struct AuditRun<'a> {
+    pub args: &'a LiveArgs,
+    pub rules: &'a RuleSet,
+    /// `None`: all namespaces.
+    pub namespace: Option<String>,
+}
+
+pub struct AuditOutcome {
+    pub report: Report,
+    /// What the user should know besides the findings (stderr).
+    pub notes: Vec<String>,
+}
+
+/// `audit`: every Pod and workload through the same evaluation as `check`, and Pending pods and
+/// templates that no node can run.
+pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
+    runtime()?.block_on(async {
+        let conn = live::connect(&run.args.connect()).await.map_err(|e| e.0)?;
+        let mut notes = Vec::new();
+        let mut progress = Progress::default();
+        let snapshot = match live::snapshot(&conn, run.args.timeout(), &mut progress).await {
+            Ok((c, _)) => Some(c),
+            // Rules still apply without the right to read the whole cluster.
+            Err(e @ LiveError(_)) if e.0.contains("403 Forbidden") => {
+                notes.push(format!("placement not checked: {}", e.0));
+                None
+            }
+            Err(e) => return Err(e.0),
+        };
+        let mut checker = Checker::new(run.rules);
+        let mut owned = 0;
+        let mut read = 0;
+        for kind in AUDITED {
+            let ns = run.namespace.as_deref();
+            let listed = live::list_each(&conn, kind, ns, run.args.timeout(), |v| {
+                read += 1;
+                progress.update("workloads", read);
+                audit_one(&mut checker, snapshot.as_ref(), kind, v, &mut owned);
+            })
+            .await;
+            if let Err(e) = listed {
+                // One kind the user may not list does not hide the others.
+                if e.0.contains("403 Forbidden") {
+                    notes.push(e.0);
+                    continue;
+                }
+                return Err(e.0);
+            }
+        }
+        progress.done();
+        if owned > 0 {
+            notes.push(format!(
+                "{owned} object(s) owned by an audited workload were judged through their owner's template"
+            ));
+        }
+        Ok(AuditOutcome {
+            report: checker.finish(),
+            notes,
+        })
+    })
+}
+
+fn origin(kind: Kind, v: &Value) -> (String, String) {
+    let ns = v["metadata"]["namespace"].as_str().unwrap_or("");
+    let name = v["metadata"]["name"].as_str().unwrap_or("<unnamed>");
+    (
+        format!("{ns}/{}/{name}", kind.name()),
+        format!("{} {ns}/{name}", kind.name()),
+    )
+}
+
+fn audit_one(
+    checker: &mut Checker,
+    snapshot: Option<&Cluster>,
+    kind: Kind,
+    v: Value,
+    owned: &mut usize,
+) {
+    let (at, object) = origin(kind, &v);
+    let ns = v["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    if let Some(cluster) = snapshot {
+        let pending_pod = kind == Kind::Pod
+            && v["status"]["phase"] == "Pending"
+            && v["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
+        let running_workload = !matches!(
+            kind,
+            Kind::Pod | Kind::PodTemplate | Kind::Job | Kind::CronJob
+        ) && v["spec"]["replicas"].as_i64() != Some(0);
+        if pending_pod || running_workload && !controlled_by_audited(&v) {
+            if let Ok(t) = workload::parse_value(kind, &v) {
+                let results = filter::evaluate(cluster, &t, &ns);
+                if !results.iter().any(|r| r.feasible) {
+                    let summary = filter::summary(&results);
+                    let message = if pending_pod && t.spec.is_gated() {
+                        format!("the pod is gated; once its gates are removed it stays Pending: {summary}")
+                    } else if pending_pod {
+                        format!("the pod is Pending and no node can run it now: {summary}")
+                    } else {
+                        format!("no node can run a new pod of this template now: {summary}")
+                    };
+                    checker.infeasible(&at, &object, message);
+                }
+            }
+        }
+    }
+    if controlled_by_audited(&v) {
+        *owned += 1;
+        return;
+    }
+    checker.check_value(&at, v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_arguments_are_files_or_references() {
+        let dir = std::env::temp_dir().join(format!("pg-live-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pod.yaml");
+        std::fs::write(&file, "kind: Pod\n").unwrap();
+        let f = file.to_str().unwrap();
+        assert!(matches!(pod_source(f), Ok(PodSource::File(_))));
+        assert!(matches!(
+            pod_source("web-1"),
+            Ok(PodSource::Live(Kind::Pod, "web-1"))
+        ));
+        assert!(matches!(
+            pod_source("deploy/web"),
+            Ok(PodSource::Live(Kind::Deployment, "web"))
+        ));
+        let err = |s| pod_source(s).err().unwrap();
+        assert_eq!(err("missing.yaml"), "no such file \"missing.yaml\", and not a pod or workload reference (pod/NAME, deployment/NAME, ...)");
+        assert_eq!(err("./dir/x"), "no such file \"./dir/x\", and not a pod or workload reference (pod/NAME, deployment/NAME, ...)");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn owned_objects_are_judged_through_their_owner() {
+        let owned = serde_json::json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x", "controller": true}]}});
+        let foreign = serde_json::json!({"metadata": {"ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "x", "controller": true}]}});
+        let not_controller = serde_json::json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x"}]}});
+        assert!(controlled_by_audited(&owned));
+        assert!(!controlled_by_audited(&foreign));
+        assert!(!controlled_by_audited(&not_controller));
+    }
+}

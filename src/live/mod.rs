@@ -1,0 +1,337 @@
+//! The live cluster, through the `kube` client as kubectl reaches it: kubeconfig (`$KUBECONFIG`,
+//! `~/.kube/config`, `--kubeconfig`, `--context`) or the in-cluster service account, a timeout on
+//! connecting and on every request, lists read page by page straight into the compact snapshot,
+//! and errors in one line that say what to fix.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::core::params::ListParams;
+use kube::core::Request;
+use kube::{Client, Config};
+use serde_json::Value;
+
+use crate::core::cluster::Cluster;
+use crate::core::snapshot::{read_page, Builder, Counts};
+use crate::k8s::workload::Kind;
+
+/// Objects per list request: kubectl's page size.
+pub const PAGE: u32 = 500;
+
+/// How to reach the API server.
+#[derive(Clone, Debug, Default)]
+pub struct Connect {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// Per request; connecting has its own, shorter timeout.
+    pub timeout: Duration,
+}
+
+/// A failure talking to the cluster, in one line.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{0}")]
+pub struct LiveError(pub String);
+
+/// A connected client and the namespace the kubeconfig context names.
+pub struct Connection {
+    pub client: Client,
+    pub namespace: String,
+    pub server: String,
+}
+
+pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
+    let options = KubeConfigOptions {
+        context: c.context.clone(),
+        ..Default::default()
+    };
+    let mut config = match (&c.kubeconfig, &c.context) {
+        (Some(path), _) => {
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| LiveError(format!("cannot read kubeconfig {}: {e}", path.display())))?;
+            Config::from_custom_kubeconfig(kc, &options)
+                .await
+                .map_err(|e| LiveError(format!("kubeconfig {}: {e}", path.display())))?
+        }
+        (None, Some(_)) => Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| LiveError(format!("kubeconfig: {e}")))?,
+        (None, None) => Config::infer().await.map_err(|e| {
+            LiveError(format!(
+                "no cluster to talk to: {e} (set KUBECONFIG, pass --kubeconfig, or run in a pod with a service account)"
+            ))
+        })?,
+    };
+    config.connect_timeout = Some(c.timeout.min(Duration::from_secs(10)));
+    config.read_timeout = Some(c.timeout);
+    config.write_timeout = Some(c.timeout);
+    let server = config.cluster_url.to_string();
+    let namespace = config.default_namespace.clone();
+    let client = Client::try_from(config)
+        .map_err(|e| LiveError(format!("cannot set up a client for {server}: {e}")))?;
+    Ok(Connection {
+        client,
+        namespace,
+        server,
+    })
+}
+
+/// One line for a failed request: `verb` and `what` say what was attempted (`list`, `pods`).
+fn explain_error(e: kube::Error, server: &str, verb: &str, what: &str) -> LiveError {
+    use kube::Error as E;
+    LiveError(match e {
+        E::Api(s) => match s.code {
+            401 => format!(
+                "the API server at {server} refused the credentials (401 Unauthorized): they are missing, expired or revoked; log in again or check the kubeconfig's user"
+            ),
+            403 => format!("cannot {verb} {what}: {} (403 Forbidden: grant the user `{verb}` on {what})", s.message),
+            404 => format!("{what} not found"),
+            code => format!("cannot {verb} {what}: {} ({code} {})", s.message, s.reason),
+        },
+        E::HyperError(_) | E::Service(_) => {
+            let mut msg = e.to_string();
+            let mut src = std::error::Error::source(&e);
+            while let Some(s) = src {
+                msg = format!("{msg}: {s}");
+                src = s.source();
+            }
+            format!("cannot reach the API server at {server}: {msg}")
+        }
+        other => format!("cannot {verb} {what}: {other}"),
+    })
+}
+
+async fn send(
+    cl: &Connection,
+    req: http::Request<Vec<u8>>,
+    timeout: Duration,
+    verb: &str,
+    what: &str,
+) -> Result<String, LiveError> {
+    match tokio::time::timeout(timeout, cl.client.request_text(req)).await {
+        Ok(r) => r.map_err(|e| explain_error(e, &cl.server, verb, what)),
+        Err(_) => Err(LiveError(format!(
+            "cannot {verb} {what}: the API server at {} did not answer within {}s",
+            cl.server,
+            timeout.as_secs()
+        ))),
+    }
+}
+
+/// A progress line on stderr for listings that take more than a second; only on a terminal.
+pub struct Progress {
+    start: Instant,
+    tty: bool,
+    shown: bool,
+}
+
+impl Default for Progress {
+    fn default() -> Progress {
+        Progress {
+            start: Instant::now(),
+            tty: std::io::stderr().is_terminal(),
+            shown: false,
+        }
+    }
+}
+
+impl Progress {
+    pub fn update(&mut self, what: &str, objects: usize) {
+        if self.tty && self.start.elapsed() > Duration::from_secs(1) {
+            self.shown = true;
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[Klisting {what}: {objects} objects read");
+            let _ = e.flush();
+        }
+    }
+
+    pub fn done(&mut self) {
+        if self.shown {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[K");
+            let _ = e.flush();
+            self.shown = false;
+        }
+    }
+}
+
+/// `/api/v1/...` or `/apis/GROUP/v1/...` for a kind, in a namespace or across all.
+fn collection(kind: Kind, namespace: Option<&str>) -> String {
+    let base = match kind.group() {
+        "" => "/api/v1".to_string(),
+        g => format!("/apis/{g}/v1"),
+    };
+    match namespace {
+        Some(ns) => format!("{base}/namespaces/{ns}/{}", kind.resource()),
+        None => format!("{base}/{}", kind.resource()),
+    }
+}
+
+/// Nodes, Namespaces and the Pods of every namespace that hold a node (those not finished:
+/// the scheduler's own field selector), paginated, into a snapshot. Pods bound to a node that
+/// appeared after the node list are counted, not fatal: a live list is not atomic.
+pub async fn snapshot(
+    cl: &Connection,
+    timeout: Duration,
+    progress: &mut Progress,
+) -> Result<(Cluster, Counts), LiveError> {
+    let mut b = Builder::new(true);
+    let lists = [
+        ("/api/v1/nodes", "Node", "nodes", None),
+        ("/api/v1/namespaces", "Namespace", "namespaces", None),
+        (
+            "/api/v1/pods",
+            "Pod",
+            "pods",
+            Some("status.phase!=Succeeded,status.phase!=Failed"),
+        ),
+    ];
+    for (path, kind, what, fields) in lists {
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().limit(PAGE);
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            if let Some(f) = fields {
+                lp = lp.fields(f);
+            }
+            let req = Request::new(path)
+                .list(&lp)
+                .map_err(|e| LiveError(format!("cannot build the request for {what}: {e}")))?;
+            let what_all = format!("{what} (at the cluster scope)");
+            let page = send(cl, req, timeout, "list", &what_all).await?;
+            token = read_page(page.as_bytes(), kind, &mut b)
+                .map_err(|e| LiveError(format!("cannot read the {what} list: {e}")))?;
+            progress.update("the cluster", b.counts.objects());
+            if token.is_none() {
+                break;
+            }
+        }
+    }
+    progress.done();
+    b.finish().map_err(|e| LiveError(e.to_string()))
+}
+
+/// One object by kind, namespace and name, as JSON.
+pub async fn get(
+    cl: &Connection,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    timeout: Duration,
+) -> Result<Value, LiveError> {
+    let req = Request::new(collection(kind, Some(namespace)))
+        .get(name, &Default::default())
+        .map_err(|e| LiveError(format!("cannot build the request: {e}")))?;
+    let what = format!("{} {namespace}/{name}", kind.name());
+    let text = send(cl, req, timeout, "get", &what).await?;
+    serde_json::from_str(&text).map_err(|e| LiveError(format!("cannot read {what}: {e}")))
+}
+
+/// Every object of a kind, a page at a time, handed to `each` and dropped.
+pub async fn list_each(
+    cl: &Connection,
+    kind: Kind,
+    namespace: Option<&str>,
+    timeout: Duration,
+    mut each: impl FnMut(Value),
+) -> Result<usize, LiveError> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        #[serde(default)]
+        items: Vec<Value>,
+        #[serde(default)]
+        metadata: Meta,
+    }
+    #[derive(serde::Deserialize, Default)]
+    struct Meta {
+        #[serde(default, rename = "continue")]
+        cont: Option<String>,
+    }
+    let what = match namespace {
+        Some(ns) => format!("{} in namespace {ns}", kind.resource()),
+        None => format!("{} (at the cluster scope)", kind.resource()),
+    };
+    let (api_version, kind_name) = match kind.group() {
+        "" => ("v1".to_string(), kind.name()),
+        g => (format!("{g}/v1"), kind.name()),
+    };
+    let mut token: Option<String> = None;
+    let mut n = 0;
+    loop {
+        let mut lp = ListParams::default().limit(PAGE);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let req = Request::new(collection(kind, namespace))
+            .list(&lp)
+            .map_err(|e| LiveError(format!("cannot build the request: {e}")))?;
+        let text = send(cl, req, timeout, "list", &what).await?;
+        let page: Page = serde_json::from_str(&text)
+            .map_err(|e| LiveError(format!("cannot read the {what} list: {e}")))?;
+        for mut item in page.items {
+            // Items of a typed list carry neither; the rules read both.
+            if let Some(o) = item.as_object_mut() {
+                o.insert("apiVersion".into(), Value::String(api_version.clone()));
+                o.insert("kind".into(), Value::String(kind_name.to_string()));
+            }
+            n += 1;
+            each(item);
+        }
+        token = page.metadata.cont.filter(|c| !c.is_empty());
+        if token.is_none() {
+            return Ok(n);
+        }
+    }
+}
+
+/// `pod/NAME`, `deploy/NAME`, `NAME` (a pod): kubectl's resource names and short names.
+pub fn parse_ref(s: &str) -> Option<(Kind, &str)> {
+    let Some((kind, name)) = s.split_once('/') else {
+        return (!s.is_empty()).then_some((Kind::Pod, s));
+    };
+    let kind = match kind.to_ascii_lowercase().as_str() {
+        "pod" | "pods" | "po" => Kind::Pod,
+        "deployment" | "deployments" | "deploy" => Kind::Deployment,
+        "statefulset" | "statefulsets" | "sts" => Kind::StatefulSet,
+        "daemonset" | "daemonsets" | "ds" => Kind::DaemonSet,
+        "replicaset" | "replicasets" | "rs" => Kind::ReplicaSet,
+        "job" | "jobs" => Kind::Job,
+        "cronjob" | "cronjobs" | "cj" => Kind::CronJob,
+        "replicationcontroller" | "replicationcontrollers" | "rc" => Kind::ReplicationController,
+        "podtemplate" | "podtemplates" => Kind::PodTemplate,
+        _ => return None,
+    };
+    (!name.is_empty() && !name.contains('/')).then_some((kind, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_as_kubectl_writes_them() {
+        let cases = [
+            ("web-1", Some((Kind::Pod, "web-1"))),
+            ("pod/web-1", Some((Kind::Pod, "web-1"))),
+            ("deploy/web", Some((Kind::Deployment, "web"))),
+            ("Deployment/web", Some((Kind::Deployment, "web"))),
+            ("sts/db", Some((Kind::StatefulSet, "db"))),
+            ("cj/nightly", Some((Kind::CronJob, "nightly"))),
+            ("service/web", None),
+            ("pod/", None),
+            ("./pod.yaml", None),
+            ("", None),
+        ];
+        for (s, want) in cases {
+            assert_eq!(parse_ref(s), want, "{s}");
+        }
+        assert_eq!(
+            collection(Kind::Deployment, Some("d")),
+            "/apis/apps/v1/namespaces/d/deployments"
+        );
+        assert_eq!(collection(Kind::Pod, None), "/api/v1/pods");
+    }
+}
