@@ -28,6 +28,9 @@ pub struct LiveArgs {
     /// Seconds each API request may take.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub request_timeout: u64,
+    /// Objects per list request, as kubectl's --chunk-size.
+    #[arg(long, value_name = "N", default_value_t = live::PAGE)]
+    pub chunk_size: u32,
 }
 
 impl LiveArgs {
@@ -36,6 +39,7 @@ impl LiveArgs {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             timeout: self.timeout(),
+            page: self.chunk_size.max(1),
         }
     }
 

@@ -27,6 +27,8 @@ pub struct Connect {
     pub context: Option<String>,
     /// Per request; connecting has its own, shorter timeout.
     pub timeout: Duration,
+    /// Objects per list request.
+    pub page: u32,
 }
 
 /// A failure talking to the cluster, in one line.
@@ -37,6 +39,7 @@ pub struct LiveError(pub String);
 /// A connected client and the namespace the kubeconfig context names.
 pub struct Connection {
     pub client: Client,
+    pub page: u32,
     pub namespace: String,
     pub server: String,
 }
@@ -72,6 +75,7 @@ pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
         .map_err(|e| LiveError(format!("cannot set up a client for {server}: {e}")))?;
     Ok(Connection {
         client,
+        page: c.page,
         namespace,
         server,
     })
@@ -190,7 +194,7 @@ pub async fn snapshot(
     for (path, kind, what, fields) in lists {
         let mut token: Option<String> = None;
         loop {
-            let mut lp = ListParams::default().limit(PAGE);
+            let mut lp = ListParams::default().limit(cl.page);
             if let Some(t) = &token {
                 lp = lp.continue_token(t);
             }
@@ -261,7 +265,7 @@ pub async fn list_each(
     let mut token: Option<String> = None;
     let mut n = 0;
     loop {
-        let mut lp = ListParams::default().limit(PAGE);
+        let mut lp = ListParams::default().limit(cl.page);
         if let Some(t) = &token {
             lp = lp.continue_token(t);
         }

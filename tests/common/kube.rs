@@ -13,6 +13,10 @@ use serde_json::Value;
 use super::temp_dir;
 
 pub const ADMIN_TOKEN: &str = "placement-guard-admin-token";
+/// An authenticated user that RBAC grants nothing.
+pub const NOBODY_TOKEN: &str = "placement-guard-nobody-token";
+/// kube-scheduler's identity: the built-in RBAC roles bind `system:kube-scheduler`.
+const SCHEDULER_TOKEN: &str = "placement-guard-scheduler-token";
 
 pub struct ApiServer {
     pub url: String,
@@ -123,7 +127,9 @@ impl ApiServer {
         std::fs::write(dir.join("sa.pub"), key.public_key_to_pem().unwrap()).unwrap();
         std::fs::write(
             dir.join("tokens.csv"),
-            format!("{ADMIN_TOKEN},admin,1,\"system:masters\"\n"),
+            format!(
+                "{ADMIN_TOKEN},admin,1,\"system:masters\"\n{NOBODY_TOKEN},nobody,2\n{SCHEDULER_TOKEN},system:kube-scheduler,3\n"
+            ),
         )
         .unwrap();
         let path = |p: &str| dir.join(p).display().to_string();
@@ -224,6 +230,40 @@ impl ApiServer {
 
     pub fn patch(&self, path: &str, merge: &Value) -> (u16, Value) {
         self.curl("PATCH", path, Some(("application/merge-patch+json", merge)))
+    }
+
+    /// A kubeconfig for this API server with `token` (context `test`, namespace `ns`).
+    pub fn kubeconfig(&self, token: &str, ns: &str) -> PathBuf {
+        let path = self.dir.join(format!("kubeconfig-{token}-{ns}"));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: test\n  context: {{cluster: test, user: u, namespace: {ns}}}\ncurrent-context: test\n",
+            self.url,
+            self.ca.display()
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Starts kube-scheduler (from the same folder as kube-apiserver) against this API server.
+    pub fn start_scheduler(&mut self) {
+        let bin = binaries().unwrap();
+        let kc = self.kubeconfig(SCHEDULER_TOKEN, "default");
+        let kc = kc.display().to_string();
+        let log = |name: &str| std::fs::File::create(self.dir.join(name)).unwrap();
+        let child = Command::new(bin.join("kube-scheduler"))
+            .args([
+                format!("--kubeconfig={kc}"),
+                format!("--authentication-kubeconfig={kc}"),
+                format!("--authorization-kubeconfig={kc}"),
+                "--bind-address=127.0.0.1".into(),
+                format!("--secure-port={}", free_port()),
+                "--leader-elect=false".into(),
+            ])
+            .stdout(log("scheduler.log"))
+            .stderr(log("scheduler.err"))
+            .spawn()
+            .expect("start kube-scheduler");
+        self.children.push(child);
     }
 
     /// Polls until `f` holds (the apiserver's informers pick registrations up asynchronously).

@@ -1,0 +1,358 @@
+//! `explain` and `audit` against a real kube-apiserver (v1.36.2 from ../shared/k8s), and
+//! `explain`'s feasible set against the node the real kube-scheduler binds a pod to. One API
+//! server per test binary: the scenarios run in order on the same cluster.
+
+// Test helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use common::kube::{with_apiserver, ApiServer, ADMIN_TOKEN, NOBODY_TOKEN};
+use common::BIN;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn pg(kubeconfig: &Path, args: &[&str]) -> Run {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    }
+}
+
+fn created(api: &ApiServer, path: &str, obj: Value) {
+    let (code, body) = api.create(path, &obj);
+    assert_eq!(code, 201, "{path}: {body}");
+}
+
+/// A node with a zone, 2 CPUs, 4 GiB and room for 110 pods. Status is written through the
+/// status subresource, as a kubelet does.
+fn node(api: &ApiServer, name: &str, zone: &str, taint: Option<Value>) {
+    let spec = json!({});
+    created(
+        api,
+        "/api/v1/nodes",
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
+               "spec": spec}),
+    );
+    let resources = json!({"cpu": "2", "memory": "4Gi", "pods": "110"});
+    let (code, body) = api.patch(
+        &format!("/api/v1/nodes/{name}/status"),
+        &json!({"status": {"capacity": resources, "allocatable": resources,
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready",
+                                "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    // The apiserver taints a new node not-ready; with no node lifecycle controller here, the
+    // test lifts it as that controller would for a Ready node.
+    let taints = taint.map(|t| json!([t])).unwrap_or(Value::Null);
+    let (code, body) = api.patch(
+        &format!("/api/v1/nodes/{name}"),
+        &json!({"spec": {"taints": taints}}),
+    );
+    assert_eq!(code, 200, "{body}");
+}
+
+fn pod(name: &str, cpu: &str, extra: Value) -> Value {
+    let mut spec = json!({"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                           "resources": {"requests": {"cpu": cpu}}}]});
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}}, "spec": spec})
+}
+
+fn feasible(r: &Run) -> Vec<String> {
+    let v: Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", r.stdout, r.stderr));
+    v["feasible"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn explain_and_audit_against_a_live_cluster() {
+    let Some(mut api) = with_apiserver("explain_and_audit_against_a_live_cluster") else {
+        return;
+    };
+    let ns = "shop";
+    created(
+        &api,
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": ns, "labels": {"team": "a"}}}),
+    );
+    created(
+        &api,
+        &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
+        json!({"metadata": {"name": "default"}}),
+    );
+    node(&api, "node-a", "zone-a", None);
+    node(&api, "node-b", "zone-b", None);
+    node(
+        &api,
+        "node-c",
+        "zone-c",
+        Some(json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"})),
+    );
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    // Bound directly (no scheduler yet): node-a keeps 500m CPU free.
+    created(
+        &api,
+        &pods,
+        pod("hog", "1500m", json!({"nodeName": "node-a"})),
+    );
+    // More pods than one page of --chunk-size 2, spread over a and b, requesting nothing.
+    for i in 0..5 {
+        let n = if i % 2 == 0 { "node-a" } else { "node-b" };
+        created(
+            &api,
+            &pods,
+            pod(&format!("idle-{i}"), "0", json!({"nodeName": n})),
+        );
+    }
+    created(&api, &pods, pod("wants-one-cpu", "1", json!({})));
+    created(&api, &pods, pod("wants-three", "3", json!({})));
+    created(
+        &api,
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                        "template": {"metadata": {"labels": {"app": "web"}},
+                                     "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "3"}}}],
+                                              "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                                                  {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "topology.kubernetes.io/zone", "namespaceSelector": {}}]}}}}}}),
+    );
+    let admin = api.kubeconfig(ADMIN_TOKEN, ns);
+
+    // A Pending pod, explained by name (the context's namespace), over paginated lists.
+    let r = pg(
+        &admin,
+        &[
+            "explain",
+            "--pod",
+            "wants-one-cpu",
+            "--chunk-size",
+            "2",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(feasible(&r), vec!["node-b"]);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["summary"],
+        "1/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s)."
+    );
+    assert!(
+        r.stderr.contains("pod shop/wants-one-cpu (Pending)"),
+        "{}",
+        r.stderr
+    );
+    // The same with the text output and pod/NAME.
+    let r = pg(&admin, &["explain", "--pod", "pod/wants-one-cpu", "-n", ns]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("node-a  no        NodeResourcesFit: Insufficient cpu"),
+        "{}",
+        r.stdout
+    );
+    // A bound pod is placed again without itself: node-a has room for it.
+    let r = pg(&admin, &["explain", "--pod", "hog", "-o", "json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(feasible(&r), vec!["node-a", "node-b"]);
+    assert!(r.stderr.contains("bound to node-a"), "{}", r.stderr);
+    // A workload's template that no node can run: exit 1, the scheduler's words.
+    let r = pg(&admin, &["explain", "--pod", "deploy/web"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with(
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+        ),
+        "{}",
+        r.stdout
+    );
+
+    // Errors: one line, exit 2.
+    let r = pg(&admin, &["explain", "--pod", "nope"]);
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (2, "placement-guard: Pod shop/nope not found")
+    );
+    let nobody = api.kubeconfig(NOBODY_TOKEN, ns);
+    let r = pg(&nobody, &["explain", "--pod", "deploy/web"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot get Deployment shop/web") && r.stderr.contains("403 Forbidden"),
+        "{}",
+        r.stderr
+    );
+    let bad = api.kubeconfig("expired-token", ns);
+    let r = pg(&bad, &["explain", "--pod", "hog"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("401 Unauthorized"), "{}", r.stderr);
+    let r = pg(
+        &admin,
+        &["explain", "--pod", "hog", "--context", "elsewhere"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("elsewhere"), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    let closed = {
+        let text = std::fs::read_to_string(&admin).unwrap();
+        let port = api.url.rsplit(':').next().unwrap();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let free = l.local_addr().unwrap().port();
+        drop(l);
+        let p = admin.with_extension("closed");
+        std::fs::write(&p, text.replace(&format!(":{port}"), &format!(":{free}"))).unwrap();
+        p
+    };
+    let r = pg(
+        &closed,
+        &["explain", "--pod", "hog", "--request-timeout", "5"],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot reach the API server"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+
+    // A user who may read one namespace only: the 403 on the cluster-wide list names the verb
+    // and the resource.
+    // (No controller-manager aggregates the built-in `view` role here: a Role of our own.)
+    created(
+        &api,
+        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles"),
+        json!({"metadata": {"name": "reader"}, "rules": [{"apiGroups": ["", "apps", "batch"], "resources": ["*"], "verbs": ["get", "list"]}]}),
+    );
+    let (code, body) = api.create(
+        &format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings"),
+        &json!({"metadata": {"name": "nobody-view"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+                "subjects": [{"kind": "User", "name": "nobody", "apiGroup": "rbac.authorization.k8s.io"}]}),
+    );
+    assert_eq!(code, 201, "{body}");
+    api.eventually("the view binding", || {
+        pg(&nobody, &["explain", "--pod", "hog"])
+            .stderr
+            .contains("cannot list nodes")
+    });
+    let r = pg(&nobody, &["explain", "--pod", "hog"]);
+    assert!(
+        r.stderr.contains("grant the user `list` on nodes"),
+        "{}",
+        r.stderr
+    );
+
+    // audit: the rules as check applies them, and what cannot run; objects named ns/Kind/name.
+    let r = pg(&admin, &["audit", "-A", "--chunk-size", "3"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("shop/Deployment/web: error[hard-anti-affinity]"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("shop/Deployment/web: warning[feasibility] Deployment shop/web: no node can run a new pod of this template now: 0/3 nodes are available"), "{}", r.stdout);
+    assert!(r.stdout.contains("shop/Pod/wants-three: warning[feasibility] Pod shop/wants-three: the pod is Pending and no node can run it now: 0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."), "{}", r.stdout);
+    assert!(
+        !r.stdout.contains("wants-one-cpu: warning[feasibility]"),
+        "{}",
+        r.stdout
+    );
+    let r = pg(
+        &admin,
+        &["audit", "-o", "json", "--only-rule", "feasibility"],
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["diagnostics"].as_array().unwrap().len(), 2, "{v}");
+    // Without the right to list nodes, the rules still run and the user is told.
+    let r = pg(&nobody, &["audit"]);
+    assert!(r.stderr.contains("placement not checked"), "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("shop/Deployment/web: error[hard-anti-affinity]"),
+        "{}",
+        r.stdout
+    );
+
+    // The real scheduler agrees: the pod explain fits on node-b only is bound there, and the one
+    // explain finds no node for stays Pending.
+    let before = feasible(&pg(
+        &admin,
+        &["explain", "--pod", "wants-one-cpu", "-o", "json"],
+    ));
+    api.start_scheduler();
+    let node_of = |api: &ApiServer, name: &str| {
+        let (_, v) = api.curl("GET", &format!("/api/v1/namespaces/{ns}/pods/{name}"), None);
+        v["spec"]["nodeName"].as_str().unwrap_or("").to_string()
+    };
+    api.eventually("wants-one-cpu bound", || {
+        !node_of(&api, "wants-one-cpu").is_empty()
+    });
+    assert!(
+        before.contains(&node_of(&api, "wants-one-cpu")),
+        "{before:?}"
+    );
+    api.eventually("wants-three marked unschedulable", || {
+        let (_, v) = api.curl(
+            "GET",
+            &format!("/api/v1/namespaces/{ns}/pods/wants-three"),
+            None,
+        );
+        v["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable")
+    });
+    assert_eq!(node_of(&api, "wants-three"), "");
+    // The scheduler's own message is the summary explain gives (now that wants-one-cpu took node-b).
+    let (_, v) = api.curl(
+        "GET",
+        &format!("/api/v1/namespaces/{ns}/pods/wants-three"),
+        None,
+    );
+    let message = v["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = pg(&admin, &["explain", "--pod", "wants-three", "-o", "json"]);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let ours = v["summary"].as_str().unwrap();
+    assert!(
+        message.starts_with(ours),
+        "scheduler: {message}\nexplain: {ours}"
+    );
+}
