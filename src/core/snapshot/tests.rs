@@ -185,7 +185,11 @@ fn bad_dumps_are_refused_with_the_reason_and_place() {
             "{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\", \"labels\": [1]}}",
             "invalid type: sequence, expected a map at line 1",
         ),
-        ("{\"kind\": \"Node\", ", "EOF while parsing"),
+        ("{\"kind\": \"Node\", ", "line 1: the JSON ends inside a value"),
+        ("[{\"kind\": \"Node\"}]", "a JSON dump is an object"),
+        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\"},\n 7]}", "line 3: expected an object as an item of `items`"),
+        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\"},\n\n{\"kind\": \"Node\",\n \"metadata\": {\"labels\": 5}}]}", "invalid type: integer `5`, expected a map at line 5"),
+        ("{\"kind\": \"Node\"}}", "line 1: unexpected `}`"),
     ];
     for (text, want) in cases {
         let err = read_dump(text.as_bytes(), false).unwrap_err();
@@ -196,4 +200,31 @@ fn bad_dumps_are_refused_with_the_reason_and_place() {
     // Lenient reading counts the pod and goes on.
     let (_, counts) = read_dump(cases[1].0.as_bytes(), true).unwrap();
     assert_eq!(counts.orphan_pods, 1);
+}
+
+/// The JSON splitter cuts items at any chunk boundary, and brackets inside strings (escaped
+/// quotes included) are not structure.
+#[test]
+fn json_items_are_cut_out_whatever_the_chunking() {
+    let text = r#"{"kind": "List", "metadata": {"note": "items: [ { \" } ]"},
+      "items": [
+        {"kind": "Node", "metadata": {"name": "a\"}{[", "labels": {"k": "{v}"}}, "status": {"allocatable": {"pods": "3"}}},
+        {"kind": "Pod", "metadata": {"name": "p", "namespace": "d", "annotations": {"x": "]}\\"}},
+         "spec": {"nodeName": "a\"}{[", "containers": [{"resources": {"requests": {"cpu": "1"}}}]}}
+      ]}
+    {"kind": "Namespace", "metadata": {"name": "d", "labels": {"items": "[]"}}}"#;
+    for cap in [1, 2, 3, 7, 64, 1 << 16] {
+        let mut b = Builder::new(false);
+        read_json(BufReader::with_capacity(cap, text.as_bytes()), &mut b).unwrap();
+        let (c, counts) = b.finish().unwrap();
+        assert_eq!(
+            (counts.nodes, counts.pods, counts.namespaces),
+            (1, 1, 1),
+            "capacity {cap}"
+        );
+        assert_eq!(c.nodes[0].name, "a\"}{[");
+        assert_eq!(c.nodes[0].labels["k"], "{v}");
+        assert_eq!(c.usage[0].requested.milli_cpu, 1000);
+        assert_eq!(c.namespace_labels("d")["items"], "[]");
+    }
 }
