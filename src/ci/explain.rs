@@ -17,7 +17,7 @@ pub struct ExplainError(pub String);
 /// Builds a snapshot from a dump of Nodes, Pods and Namespaces (`kubectl get
 /// nodes,pods,namespaces -A -o json|yaml`), streamed: pods that are not bound, or have finished,
 /// take nothing. A pod bound to a node the dump lacks is an error: the dump is incomplete.
-pub fn cluster_from(input: impl std::io::Read) -> Result<Cluster, ExplainError> {
+pub fn cluster_from(input: impl std::io::Read + Send) -> Result<Cluster, ExplainError> {
     crate::core::snapshot::read_dump(input, false)
         .map(|(c, _)| c)
         .map_err(ExplainError)

@@ -791,7 +791,7 @@ pub(crate) fn read_objects(path: &PathBuf) -> Result<Vec<crate::k8s::manifest::O
 fn read_cluster(path: &PathBuf) -> Result<crate::core::cluster::Cluster, String> {
     use crate::ci::explain::cluster_from;
     if path.as_os_str() == "-" {
-        return cluster_from(std::io::stdin().lock()).map_err(|e| e.0);
+        return cluster_from(std::io::stdin()).map_err(|e| e.0);
     }
     let f =
         std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;

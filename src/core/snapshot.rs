@@ -357,7 +357,7 @@ impl<'de> Deserialize<'de> for Doc {
 
 /// Reads a dump: JSON (one or more values) or YAML (any number of documents). The input is
 /// streamed; only the snapshot is kept.
-pub fn read_dump<R: Read>(input: R, lenient: bool) -> Result<(Cluster, Counts), String> {
+pub fn read_dump<R: Read + Send>(input: R, lenient: bool) -> Result<(Cluster, Counts), String> {
     let mut r = BufReader::with_capacity(1 << 16, input);
     let first = loop {
         let buf = r.fill_buf().map_err(|e| e.to_string())?;
@@ -409,21 +409,66 @@ pub fn read_dump<R: Read>(input: R, lenient: bool) -> Result<(Cluster, Counts), 
 /// deserialized from its own bytes, which skips unknown fields far faster than a parse from a
 /// reader; the rest of the document (`kind`, `metadata`) is read on its own. Only one item is
 /// held at a time.
-fn read_json<R: BufRead>(mut r: R, b: &mut Builder) -> Result<(), String> {
-    let mut sp = Splitter::default();
-    loop {
-        let chunk = r.fill_buf().map_err(|e| e.to_string())?;
-        if chunk.is_empty() {
-            break;
+fn read_json<R: BufRead + Send>(mut r: R, b: &mut Builder) -> Result<(), String> {
+    // Cutting items out and deserializing them take about the same time: one thread each, with
+    // a bounded queue between them.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(256);
+    std::thread::scope(|scope| {
+        let splitter = scope.spawn(move || -> Result<(), String> {
+            let mut sp = Splitter::default();
+            loop {
+                let chunk = r.fill_buf().map_err(|e| e.to_string())?;
+                if chunk.is_empty() {
+                    break;
+                }
+                let n = chunk.len();
+                // A closed queue means the reader failed; its error is the one reported.
+                if sp.feed(chunk, &mut |p| tx.send(p).is_ok())? {
+                    return Ok(());
+                }
+                r.consume(n);
+            }
+            if sp.depth != 0 || sp.in_str {
+                return Err(format!("line {}: the JSON ends inside a value", sp.line));
+            }
+            Ok(())
+        });
+        let read = rx.into_iter().try_for_each(|p| p.read(b));
+        let split = splitter
+            .join()
+            .unwrap_or_else(|_| Err("the JSON splitter failed".into()));
+        read.and(split)
+    })
+}
+
+/// What the splitter cuts out: an item of `items`, or a document without its items.
+enum Piece {
+    Item { bytes: Vec<u8>, line: usize },
+    Doc { bytes: Vec<u8>, had_items: bool },
+}
+
+impl Piece {
+    fn read(self, b: &mut Builder) -> Result<(), String> {
+        match self {
+            Piece::Item { bytes, line } => {
+                let obj: SlimObject = serde_json::from_slice(&bytes).map_err(|e| {
+                    format!(
+                        "{} at line {}",
+                        strip_position(&e),
+                        line + e.line().saturating_sub(1)
+                    )
+                })?;
+                b.push(obj, None).map_err(|e| format!("{e} at line {line}"))
+            }
+            Piece::Doc { bytes, had_items } => {
+                let obj: SlimObject = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+                if had_items {
+                    return Ok(());
+                }
+                b.push(obj, None)
+            }
         }
-        let n = chunk.len();
-        sp.feed(chunk, b)?;
-        r.consume(n);
     }
-    if sp.depth != 0 || sp.in_str {
-        return Err(format!("line {}: the JSON ends inside a value", sp.line));
-    }
-    Ok(())
 }
 
 /// Bytes the splitter acts on outside strings; the rest (whitespace, scalars, `:`) is skipped.
@@ -460,7 +505,8 @@ struct Splitter {
 }
 
 impl Splitter {
-    fn feed(&mut self, chunk: &[u8], b: &mut Builder) -> Result<(), String> {
+    /// Hands each piece to `sink`; `Ok(true)` when the sink refused one (stop reading).
+    fn feed(&mut self, chunk: &[u8], sink: &mut impl FnMut(Piece) -> bool) -> Result<bool, String> {
         if self.line == 0 {
             self.line = 1;
         }
@@ -555,13 +601,25 @@ impl Splitter {
                     if self.depth == 2 && self.in_item {
                         self.item.extend_from_slice(&chunk[cap..=i]);
                         self.in_item = false;
-                        self.push_item(b)?;
+                        let bytes = std::mem::take(&mut self.item);
+                        if !sink(Piece::Item {
+                            bytes,
+                            line: self.item_line,
+                        }) {
+                            return Ok(true);
+                        }
                     } else if self.depth == 1 && self.in_items {
                         self.in_items = false;
                         cap = i;
                     } else if self.depth == 0 {
                         self.doc.extend_from_slice(&chunk[cap..=i]);
-                        self.push_doc(b)?;
+                        let bytes = std::mem::take(&mut self.doc);
+                        if !sink(Piece::Doc {
+                            bytes,
+                            had_items: self.had_items,
+                        }) {
+                            return Ok(true);
+                        }
                     }
                 }
                 b',' => {
@@ -594,27 +652,7 @@ impl Splitter {
         } else if self.depth >= 1 && !self.in_items {
             self.doc.extend_from_slice(&chunk[cap..]);
         }
-        Ok(())
-    }
-
-    fn push_item(&mut self, b: &mut Builder) -> Result<(), String> {
-        let at = self.item_line;
-        let obj: SlimObject = serde_json::from_slice(&self.item).map_err(|e| {
-            format!(
-                "{} at line {}",
-                strip_position(&e),
-                at + e.line().saturating_sub(1)
-            )
-        })?;
-        b.push(obj, None).map_err(|e| format!("{e} at line {at}"))
-    }
-
-    fn push_doc(&mut self, b: &mut Builder) -> Result<(), String> {
-        let obj: SlimObject = serde_json::from_slice(&self.doc).map_err(|e| e.to_string())?;
-        if self.had_items {
-            return Ok(());
-        }
-        b.push(obj, None)
+        Ok(false)
     }
 }
 
