@@ -98,12 +98,10 @@ impl Checker {
     /// Checks one file's text.
     pub fn check_text(&mut self, file: &str, text: &str) {
         self.report.files += 1;
-        match manifest::parse(text) {
-            Ok(objects) => {
-                for obj in objects {
-                    self.check_object(file, obj);
-                }
-            }
+        // One document at a time: a 50 MB stream never becomes one tree, and a broken document
+        // does not hide the others.
+        match manifest::parse_each(text, |o| self.check_object(file, o)) {
+            Ok(()) => {}
             Err(e) => self.report.diagnostics.push(Diagnostic::file_level(
                 file,
                 manifest::Pos {

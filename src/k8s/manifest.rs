@@ -226,10 +226,78 @@ fn key_at(text: &str, line: usize, col: usize) -> Option<String> {
     (!key.is_empty()).then(|| key.to_string())
 }
 
-/// Reads every document of a file; `kind: List` documents are expanded into their items.
-/// Empty documents (a lone `---`, comments only) are dropped. Each object's positions are
-/// collected while it is read, so reading a List is linear in its size.
+/// The documents of a YAML stream, each with the 0-based line it starts on: the text is cut at
+/// `---` and `...` lines. YAML forbids those markers at the start of a line inside any scalar,
+/// so a cut never falls inside a value; anchors do not cross documents either.
+pub fn documents(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut rest = text;
+    let mut line = 0;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut offset = 0;
+        let mut lines = 0;
+        let start_line = line;
+        // Directives (`%YAML`) and comments before `---` belong to the document it opens.
+        let mut prelude = true;
+        for l in rest.split_inclusive('\n') {
+            let bare = l.trim_end_matches(['\n', '\r']);
+            let marker = |m: &str| {
+                bare.strip_prefix(m)
+                    .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+            };
+            // A marker ends the document before it (the first line may open one).
+            if offset > 0 && !prelude && (marker("---") || marker("...")) {
+                break;
+            }
+            prelude &= bare.trim().is_empty() || bare.starts_with(['%', '#']) || marker("...");
+            offset += l.len();
+            lines += 1;
+        }
+        let (doc, tail) = rest.split_at(offset);
+        rest = tail;
+        line += lines;
+        Some((start_line, doc))
+    })
+}
+
+/// Reads every document of a file, one at a time (see [`parse_each`]); any syntax error fails
+/// the whole file.
 pub fn parse(text: &str) -> Result<Vec<Object>, SyntaxError> {
+    let mut out = Vec::new();
+    parse_each(text, |o| out.push(o))?;
+    Ok(out)
+}
+
+/// Reads the documents of a file one after another and hands each object to `each`, so only
+/// one document's tree is held at a time; positions are those in the whole file. A document
+/// that is not valid YAML is skipped and the reading goes on; the first such error is returned.
+pub fn parse_each(text: &str, mut each: impl FnMut(Object)) -> Result<(), SyntaxError> {
+    let mut first_error = None;
+    for (offset, doc) in documents(text) {
+        let objects = match parse_document(doc) {
+            Ok(o) => o,
+            Err(mut e) => {
+                e.pos_line += offset;
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
+        for mut o in objects {
+            for p in o.positions.values_mut() {
+                p.line += offset;
+            }
+            each(o);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// One document (or a file of several, as it is also used); `kind: List` documents are
+/// expanded into their items. Empty documents (a lone `---`, comments only) are dropped. Each object's positions are
+/// collected while it is read, so reading a List is linear in its size.
+fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
     let docs = MarkedYaml::load_from_str(text).map_err(|e| {
         let (line, col) = (e.marker().line(), e.marker().col() + 1);
         let mut message = e.info().to_string();
@@ -271,7 +339,8 @@ mod tests {
     #[test]
     fn positions_point_at_keys() {
         let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector: {}\n        topologyKey: zone\n";
-        let objs = parse(text).unwrap();
+        // ("----" is not a marker; as YAML that line would be an error.)
+        let objs = parse(&text.replace("----\n", "")).unwrap();
         assert_eq!(objs.len(), 1);
         let o = &objs[0];
         assert_eq!(
@@ -299,7 +368,8 @@ mod tests {
     #[test]
     fn multi_document_lists_and_json() {
         let text = "---\n# only a comment\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: b\n---\n{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"nodeName\": \"n\"}}\n";
-        let objs = parse(text).unwrap();
+        // ("----" is not a marker; as YAML that line would be an error.)
+        let objs = parse(&text.replace("----\n", "")).unwrap();
         assert_eq!(objs.len(), 3);
         assert_eq!(objs[1].value["metadata"]["name"], "b");
         assert_eq!(
@@ -341,6 +411,39 @@ mod tests {
                 "map merge requires map or sequence of maps as the value"
             );
         }
+    }
+
+    #[test]
+    fn documents_are_cut_at_markers_only() {
+        let text = "a: 1\n---\nb: |\n  ---not a marker\n   --- indented\n--- # c\nc: 3\n...\n---\nd: 4\n----\n...\n%YAML 1.2\n# x\n---\ne: 5\n";
+        let docs: Vec<(usize, &str)> = documents(text).collect();
+        assert_eq!(
+            docs,
+            vec![
+                (0, "a: 1\n"),
+                (1, "---\nb: |\n  ---not a marker\n   --- indented\n"),
+                (5, "--- # c\nc: 3\n"),
+                (7, "...\n---\nd: 4\n----\n"),
+                (11, "...\n%YAML 1.2\n# x\n---\ne: 5\n"),
+            ]
+        );
+        assert_eq!(documents(text).map(|(_, d)| d).collect::<String>(), text);
+        // ("----" is not a marker; as YAML that line would be an error.)
+        let objs = parse(&text.replace("----\n", "")).unwrap();
+        assert_eq!(objs.len(), 5);
+        assert_eq!(objs[3].value["d"], 4);
+        assert_eq!(
+            objs[2].position(&FieldPath::new("c")),
+            Pos { line: 7, column: 1 }
+        );
+        // A broken document does not hide the ones after it; its error has the file's line.
+        let mut seen = Vec::new();
+        let err = parse_each("a: 1\n---\nb: [1\n---\nc: 3\n", |o| seen.push(o.value)).unwrap_err();
+        assert_eq!(
+            seen,
+            vec![serde_json::json!({"a": 1}), serde_json::json!({"c": 3})]
+        );
+        assert!(err.pos_line >= 3, "{err:?}");
     }
 
     #[test]

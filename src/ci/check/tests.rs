@@ -249,3 +249,21 @@ fn unreadable_fields_point_at_the_field() {
     );
     assert_eq!(d.path, "spec.topologySpreadConstraints[0].maxSkew");
 }
+
+/// A broken document in a stream is reported where it is, and the documents after it are
+/// still judged, with their positions in the whole file.
+#[test]
+fn a_broken_document_does_not_hide_the_others() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: d}\nspec: {containers: [{name: c, image: x}]}\n---\nkind: [\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: d}\nspec:\n  containers: [{name: c, image: x}]\n  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - {topologyKey: topology.kubernetes.io/zone, namespaceSelector: {}, labelSelector: {matchLabels: {a: b}}}\n";
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("f.yaml", text);
+    let r = c.finish();
+    assert_eq!(r.objects, 2);
+    let found: Vec<(usize, &str)> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule != "topology-spread-defaults")
+        .map(|d| (d.line, d.rule.as_str()))
+        .collect();
+    assert_eq!(found, vec![(7, "yaml-syntax"), (16, "hard-anti-affinity")]);
+}
