@@ -179,9 +179,14 @@ impl Checker {
             }
         };
         if kind != Kind::Pod {
+            // Kept for WorkloadSpreads found later; their cross-checks read the scheduling
+            // directives only, so a large stream does not keep every container.
+            let mut spec = template.spec.clone();
+            spec.containers = Vec::new();
+            spec.init_containers = Vec::new();
             self.workloads.push(Workload {
                 id: workload_id(v),
-                spec: template.spec.clone(),
+                spec,
                 replicas: v["spec"]["replicas"].as_i64(),
             });
         }
