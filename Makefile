@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test lint unit build bench bench-micro fuzz soak
+.PHONY: run test lint unit build bench bench-micro bench-cluster fuzz soak
 
 ## Start the admission server with the built-in rules and a generated dev certificate.
 run:
@@ -29,6 +29,14 @@ bench:
 ## and a certificate and rule-file change every minute; fails on any unexpected answer.
 soak: build
 	python3 bench/soak.py
+
+## Reading clusters: dumps of 1x/2x/4x sizes (JSON as kubectl writes it, slim YAML), and
+## `explain --pod NAME` against a real kube-apiserver with 1,000 nodes and 20,000 pods.
+bench-cluster: build
+	$(CARGO) build --release --example snapshot_cost
+	python3 bench/cluster_dump.py --shapes kubectl --nodes 1250 --scales 1,2,4
+	python3 bench/cluster_dump.py --shapes slim --nodes 5000 --scales 1,2,4 --runs 1
+	python3 bench/live_explain.py --nodes 1000
 
 ## criterion micro-benchmarks: per-rule review cost, check over the corpus, placement core.
 bench-micro:
