@@ -228,3 +228,76 @@ fn json_items_are_cut_out_whatever_the_chunking() {
         assert_eq!(c.namespace_labels("d")["items"], "[]");
     }
 }
+
+/// The splitter against serde_json reading the same text from a reader (the reference): the
+/// same objects for any strings (brackets, quotes, escapes, non-ASCII) and any chunking.
+mod splitter_agrees_with_serde {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(text: &str) -> Result<(Cluster, Counts), String> {
+        SINK.with(|s| *s.borrow_mut() = Some(Builder::new(false)));
+        let r = serde_json::Deserializer::from_str(text)
+            .into_iter::<Doc>()
+            .try_for_each(|d| d.map(drop))
+            .map_err(|e| e.to_string());
+        let b = SINK.with(|s| s.borrow_mut().take()).unwrap();
+        r?;
+        b.finish().map_err(|e| e.to_string())
+    }
+
+    fn summary(c: &Cluster, n: &Counts) -> String {
+        let nodes: Vec<String> = c
+            .nodes
+            .iter()
+            .map(|n| format!("{}{:?}", n.name, n.labels))
+            .collect();
+        let mut ns: Vec<String> = c
+            .namespaces
+            .iter()
+            .map(|(k, v)| format!("{k}{v:?}"))
+            .collect();
+        ns.sort();
+        format!(
+            "{n:?} {nodes:?} {ns:?} {:?} {:?}",
+            c.label_sets, c.groups_by_node
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn same_snapshot(
+            names in proptest::collection::vec("[a-z{}\\[\\]\"\\\\é ,:]{1,8}", 1..5),
+            values in proptest::collection::vec("[a-z{}\\[\\]\"\\\\é ,:\n\t]{0,8}", 1..5),
+            cap in 1usize..40,
+            wrap_list in any::<bool>(),
+        ) {
+            let mut items = Vec::new();
+            for (i, n) in names.iter().enumerate() {
+                let labels: serde_json::Map<String, serde_json::Value> = values
+                    .iter()
+                    .enumerate()
+                    .map(|(k, v)| (format!("k{k}{v}"), serde_json::Value::String(v.clone())))
+                    .collect();
+                items.push(serde_json::json!({"kind": "Node", "metadata": {"name": format!("{n}{i}"), "labels": labels}}));
+                items.push(serde_json::json!({"kind": "Pod", "metadata": {"name": "p", "namespace": n, "labels": labels},
+                    "spec": {"nodeName": format!("{n}{i}")}, "status": {"message": values}}));
+                items.push(serde_json::json!({"kind": "Namespace", "metadata": {"name": format!("{n}{i}"), "labels": labels}}));
+            }
+            let text = if wrap_list {
+                serde_json::to_string_pretty(&serde_json::json!({"kind": "List", "metadata": {"x": names}, "items": items})).unwrap()
+            } else {
+                items.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n")
+            };
+            let mut b = Builder::new(false);
+            let ours = read_json(BufReader::with_capacity(cap, text.as_bytes()), &mut b).and_then(|()| b.finish().map_err(|e| e.to_string()));
+            let theirs = reference(&text);
+            match (ours, theirs) {
+                (Ok((c1, n1)), Ok((c2, n2))) => prop_assert_eq!(summary(&c1, &n1), summary(&c2, &n2)),
+                (Err(_), Err(_)) => {}
+                (a, b) => prop_assert!(false, "splitter {:?} vs serde {:?}", a.map(|x| x.1), b.map(|x| x.1)),
+            }
+        }
+    }
+}
