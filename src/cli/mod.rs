@@ -81,6 +81,29 @@ pub enum ExplainOutput {
     Json,
 }
 
+/// How `check` and `audit` report: the same formats, filters and exit codes.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    output: Output,
+    /// Exit 1 on errors only (default), or on warnings too.
+    #[arg(long, value_enum, default_value = "error")]
+    fail_on: FailOn,
+    /// Color in text output.
+    #[arg(long, value_enum, default_value = "auto")]
+    color: Color,
+    /// Report only these rules (repeatable).
+    #[arg(long, value_name = "RULE", conflicts_with = "skip_rule")]
+    only_rule: Vec<String>,
+    /// Do not report these rules (repeatable).
+    #[arg(long, value_name = "RULE")]
+    skip_rule: Vec<String>,
+    /// Findings only: no summary line, no notes on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the admission webhook over HTTPS.
@@ -140,15 +163,8 @@ pub enum Command {
         /// Rule file (built-in defaults otherwise).
         #[arg(long)]
         rules: Option<PathBuf>,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value = "text")]
-        output: Output,
-        /// Exit 1 on errors only (default), or on warnings too.
-        #[arg(long, value_enum, default_value = "error")]
-        fail_on: FailOn,
-        /// Color in text output.
-        #[arg(long, value_enum, default_value = "auto")]
-        color: Color,
+        #[command(flatten)]
+        report: ReportArgs,
         /// A cluster dump (`kubectl get deploy,sts,rs,jobs,clonesets -A -o yaml`) where the
         /// targets of WorkloadSpreads are looked up when they are not in the input.
         #[arg(long)]
@@ -157,19 +173,10 @@ pub enum Command {
         /// Hidden directories and Helm chart templates are always left out of walks.
         #[arg(long, value_name = "GLOB")]
         exclude: Vec<String>,
-        /// Report only these rules (repeatable).
-        #[arg(long, value_name = "RULE", conflicts_with = "skip_rule")]
-        only_rule: Vec<String>,
-        /// Do not report these rules (repeatable).
-        #[arg(long, value_name = "RULE")]
-        skip_rule: Vec<String>,
         /// No input objects is fine (by default it is an error: a failed `helm template | ...`
         /// must not pass).
         #[arg(long)]
         allow_empty: bool,
-        /// Findings only: no summary line, no notes on stderr.
-        #[arg(short, long)]
-        quiet: bool,
         /// Manifest files, directories, or - for stdin.
         #[arg(required = true)]
         paths: Vec<String>,
@@ -233,24 +240,8 @@ pub enum Command {
         /// Every namespace.
         #[arg(short = 'A', long)]
         all_namespaces: bool,
-        /// Output format.
-        #[arg(short = 'o', long, value_enum, default_value = "text")]
-        output: Output,
-        /// Exit 1 on errors only (default), or on warnings too.
-        #[arg(long, value_enum, default_value = "error")]
-        fail_on: FailOn,
-        /// Color in text output.
-        #[arg(long, value_enum, default_value = "auto")]
-        color: Color,
-        /// Report only these rules (repeatable).
-        #[arg(long, value_name = "RULE", conflicts_with = "skip_rule")]
-        only_rule: Vec<String>,
-        /// Do not report these rules (repeatable).
-        #[arg(long, value_name = "RULE")]
-        skip_rule: Vec<String>,
-        /// Findings only: no summary line, no notes on stderr.
-        #[arg(short, long)]
-        quiet: bool,
+        #[command(flatten)]
+        report: ReportArgs,
         #[command(flatten)]
         live: live::LiveArgs,
     },
@@ -417,15 +408,10 @@ pub fn run() -> ExitCode {
         }
         Command::Check {
             rules,
-            output,
-            fail_on,
-            color,
+            report,
             cluster,
             exclude,
-            only_rule,
-            skip_rule,
             allow_empty,
-            quiet,
             paths,
         } => {
             let rules = match load_rules(rules.as_ref()) {
@@ -436,14 +422,9 @@ pub fn run() -> ExitCode {
                 rules: &rules,
                 paths: &paths,
                 cluster: cluster.as_ref(),
-                output,
-                fail_on,
-                color,
+                report: &report,
                 exclude: &exclude,
-                only_rule: &only_rule,
-                skip_rule: &skip_rule,
                 allow_empty,
-                quiet,
             })
         }
         Command::Test {
@@ -480,19 +461,14 @@ pub fn run() -> ExitCode {
             rules,
             namespace,
             all_namespaces,
-            output,
-            fail_on,
-            color,
-            only_rule,
-            skip_rule,
-            quiet,
+            report,
             live,
         } => {
             let rules = match load_rules(rules.as_ref()) {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
-            if let Err(e) = check_rule_names(&only_rule, &skip_rule) {
+            if let Err(e) = check_rule_names(&report.only_rule, &report.skip_rule) {
                 return fail(e);
             }
             let namespace = match (all_namespaces, namespace) {
@@ -509,22 +485,12 @@ pub fn run() -> ExitCode {
                 namespace,
             }) {
                 Ok(outcome) => {
-                    if !quiet {
+                    if !report.quiet {
                         for n in &outcome.notes {
                             eprintln!("placement-guard: {n}");
                         }
                     }
-                    render_report(
-                        outcome.report,
-                        &Rendering {
-                            output,
-                            color,
-                            quiet,
-                            fail_on,
-                            only_rule: &only_rule,
-                            skip_rule: &skip_rule,
-                        },
-                    )
+                    render_report(outcome.report, &report)
                 }
                 Err(e) => fail(e),
             }
@@ -550,19 +516,14 @@ struct CheckRun<'a> {
     rules: &'a RuleSet,
     paths: &'a [String],
     cluster: Option<&'a PathBuf>,
-    output: Output,
-    fail_on: FailOn,
-    color: Color,
+    report: &'a ReportArgs,
     exclude: &'a [String],
-    only_rule: &'a [String],
-    skip_rule: &'a [String],
     allow_empty: bool,
-    quiet: bool,
 }
 
 fn run_check(run: CheckRun) -> ExitCode {
     use crate::ci::check::Checker;
-    if let Err(e) = check_rule_names(run.only_rule, run.skip_rule) {
+    if let Err(e) = check_rule_names(&run.report.only_rule, &run.report.skip_rule) {
         return fail(e);
     }
     let collected = crate::cli::inputs::collect(run.paths, run.exclude);
@@ -572,7 +533,7 @@ fn run_check(run: CheckRun) -> ExitCode {
             collected.missing.join(", ")
         ));
     }
-    if !run.quiet {
+    if !run.report.quiet {
         for s in &collected.skipped {
             eprintln!("placement-guard: skipped {} ({})", s.path.display(), s.why);
         }
@@ -617,27 +578,7 @@ fn run_check(run: CheckRun) -> ExitCode {
             "no objects in the input (an empty file or stream); pass --allow-empty if that is expected",
         );
     }
-    render_report(
-        report,
-        &Rendering {
-            output: run.output,
-            color: run.color,
-            quiet: run.quiet,
-            fail_on: run.fail_on,
-            only_rule: run.only_rule,
-            skip_rule: run.skip_rule,
-        },
-    )
-}
-
-/// How `check` and `audit` print their report.
-struct Rendering<'a> {
-    output: Output,
-    color: Color,
-    quiet: bool,
-    fail_on: FailOn,
-    only_rule: &'a [String],
-    skip_rule: &'a [String],
+    render_report(report, run.report)
 }
 
 fn check_rule_names(only: &[String], skip: &[String]) -> Result<(), String> {
@@ -684,7 +625,7 @@ fn default_namespace(args: &live::LiveArgs) -> Result<String, String> {
     }
 }
 
-fn render_report(mut report: crate::ci::report::Report, run: &Rendering) -> ExitCode {
+fn render_report(mut report: crate::ci::report::Report, run: &ReportArgs) -> ExitCode {
     use crate::ci::report::{self, Severity};
     use std::io::IsTerminal;
     if !run.only_rule.is_empty() {
