@@ -69,10 +69,9 @@ pub fn pod_source(arg: &str) -> Result<PodSource<'_>, String> {
     let looks_like_file = [".yaml", ".yml", ".json"].iter().any(|e| arg.ends_with(e));
     match live::parse_ref(arg) {
         Some((kind, name)) if !looks_like_file => Ok(PodSource::Live(kind, name)),
-        _ if looks_like_file || arg.contains('/') && live::parse_ref(arg).is_none() => Err(format!(
+        _ => Err(format!(
             "no such file {arg:?}, and not a pod or workload reference (pod/NAME, deployment/NAME, ...)"
         )),
-        _ => Err(format!("not a pod or workload reference: {arg:?}")),
     }
 }
 

@@ -370,38 +370,39 @@ pub fn read_dump<R: Read + Send>(input: R, lenient: bool) -> Result<(Cluster, Co
             }
         }
     };
-    SINK.with(|s| *s.borrow_mut() = Some(Builder::new(lenient)));
-    let result = match first {
-        None => Ok(()),
-        Some(b'{') => {
-            let mut b = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
-            let r = read_json(r, &mut b);
-            SINK.with(|s| *s.borrow_mut() = Some(b));
-            r
+    let mut b = Builder::new(lenient);
+    match first {
+        None => {}
+        Some(b'{') => read_json(r, &mut b)?,
+        Some(b'[') => {
+            return Err(
+                "a JSON dump is an object (a List, or a Node, Pod or Namespace), not an array"
+                    .into(),
+            )
         }
-        Some(b'[') => Err(
-            "a JSON dump is an object (a List, or a Node, Pod or Namespace), not an array".into(),
-        ),
-        Some(_) => {
-            let mut r = r;
-            // A dump is as large as the cluster; alias expansion stays bounded by the defaults.
-            let mut budget = serde_saphyr::Budget::default();
-            budget.max_reader_input_bytes = None;
-            budget.max_events = usize::MAX;
-            budget.max_nodes = usize::MAX;
-            budget.max_total_scalar_bytes = usize::MAX;
-            budget.max_documents = usize::MAX;
-            let mut options = serde_saphyr::Options::default();
-            options.budget = Some(budget);
-            let result = serde_saphyr::read_with_options::<_, Doc>(&mut r, options)
-                .try_for_each(|d| d.map(drop))
-                .map_err(|e| e.to_string());
-            result
-        }
-    };
-    let builder = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
-    result?;
-    builder.finish().map_err(|e| e.to_string())
+        Some(_) => read_yaml(r, &mut b)?,
+    }
+    b.finish().map_err(|e| e.to_string())
+}
+
+/// A YAML stream, document by document, through serde-saphyr's streaming reader. It hands out
+/// owned documents only, so the builder is reached through the thread's [`SINK`].
+fn read_yaml<R: Read>(mut r: R, b: &mut Builder) -> Result<(), String> {
+    // A dump is as large as the cluster; alias expansion stays bounded by the defaults.
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_reader_input_bytes = None;
+    budget.max_events = usize::MAX;
+    budget.max_nodes = usize::MAX;
+    budget.max_total_scalar_bytes = usize::MAX;
+    budget.max_documents = usize::MAX;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    SINK.with(|s| *s.borrow_mut() = Some(std::mem::take(b)));
+    let result = serde_saphyr::read_with_options::<_, Doc>(&mut r, options)
+        .try_for_each(|d| d.map(drop))
+        .map_err(|e| e.to_string());
+    *b = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
+    result
 }
 
 /// A JSON dump, split at the top level: each item of a document's `items` is cut out by
