@@ -4,6 +4,7 @@
 // Test and benchmark helpers fail loudly on broken fixtures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::Read;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -16,7 +17,11 @@ fn corpus() -> Vec<(String, String)> {
     placement_guard::cli::inputs::collect(&[root], &[])
         .inputs
         .into_iter()
-        .filter_map(|i| i.text.ok().map(|t| (i.name, t)))
+        .filter_map(|i| {
+            let mut text = String::new();
+            i.reader().ok()?.read_to_string(&mut text).ok()?;
+            Some((i.name, text))
+        })
         .collect()
 }
 

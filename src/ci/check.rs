@@ -26,17 +26,38 @@ pub const RULE_FEASIBILITY: &str = "feasibility";
 #[derive(Clone, Debug, PartialEq)]
 struct Workload {
     id: (String, String, String, String),
-    spec: crate::k8s::model::PodSpec,
+    /// The template's scheduling directives as compact JSON: a stream of thousands of
+    /// workloads keeps a few hundred bytes each, read back only for a WorkloadSpread's target.
+    directives: Box<[u8]>,
     replicas: Option<i64>,
 }
 
+/// The pod spec fields a WorkloadSpread's cross-checks read.
+const DIRECTIVES: [&str; 6] = [
+    "nodeName",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "schedulingGates",
+    "topologySpreadConstraints",
+];
+
 impl Workload {
     fn of(v: &Value) -> Option<Workload> {
+        let spec = workload::workload_template(v)?.get("spec")?.as_object()?;
+        let kept: serde_json::Map<String, Value> = DIRECTIVES
+            .iter()
+            .filter_map(|k| spec.get(*k).map(|x| (k.to_string(), x.clone())))
+            .collect();
         Some(Workload {
             id: workload_id(v),
-            spec: workload::workload_pod_spec(v)?,
+            directives: serde_json::to_vec(&kept).ok()?.into_boxed_slice(),
             replicas: v["spec"]["replicas"].as_i64(),
         })
+    }
+
+    fn spec(&self) -> Option<crate::k8s::model::PodSpec> {
+        serde_json::from_slice(&self.directives).ok()
     }
 }
 
@@ -95,13 +116,35 @@ impl Checker {
         ));
     }
 
-    /// Checks one file's text.
+    /// Checks one file's text, a document at a time: a broken document does not hide the
+    /// others.
     pub fn check_text(&mut self, file: &str, text: &str) {
         self.report.files += 1;
-        // One document at a time: a 50 MB stream never becomes one tree, and a broken document
-        // does not hide the others.
-        match manifest::parse_each(text, |o| self.check_object(file, o)) {
-            Ok(()) => {}
+        for (offset, doc) in manifest::documents(text) {
+            self.check_document(file, offset, doc);
+        }
+    }
+
+    /// Checks a file read as a stream: only one document's text and tree are held at a time,
+    /// whatever the file's size. A read error ends the file with an `unreadable` finding.
+    pub fn check_reader(&mut self, file: &str, reader: impl std::io::BufRead) {
+        self.report.files += 1;
+        let read =
+            manifest::read_documents(reader, |offset, doc| self.check_document(file, offset, doc));
+        if let Err(e) = read {
+            self.report.diagnostics.push(Diagnostic::file_level(
+                file,
+                manifest::Pos { line: 1, column: 1 },
+                RULE_UNREADABLE,
+                e,
+            ));
+        }
+    }
+
+    /// One document starting on 0-based line `offset` of `file`.
+    fn check_document(&mut self, file: &str, offset: usize, doc: &str) {
+        match manifest::parse_document_at(doc, offset) {
+            Ok(objects) => objects.into_iter().for_each(|o| self.check_object(file, o)),
             Err(e) => self.report.diagnostics.push(Diagnostic::file_level(
                 file,
                 manifest::Pos {
@@ -179,16 +222,8 @@ impl Checker {
             }
         };
         if kind != Kind::Pod {
-            // Kept for WorkloadSpreads found later; their cross-checks read the scheduling
-            // directives only, so a large stream does not keep every container.
-            let mut spec = template.spec.clone();
-            spec.containers = Vec::new();
-            spec.init_containers = Vec::new();
-            self.workloads.push(Workload {
-                id: workload_id(v),
-                spec,
-                replicas: v["spec"]["replicas"].as_i64(),
-            });
+            // Kept for WorkloadSpreads found later (in any file).
+            self.workloads.extend(Workload::of(v));
         }
         let namespace = template.meta.namespace.clone().unwrap_or_default();
         let input = Input {
@@ -280,13 +315,14 @@ impl Checker {
                 }
                 first
             });
-            let target = id
+            let found = id
                 .as_ref()
                 .and_then(|id| self.workloads.iter().find(|w| &w.id == id))
-                .map(|w| Target {
-                    spec: &w.spec,
-                    replicas: w.replicas,
-                });
+                .and_then(|w| Some((w.spec()?, w.replicas)));
+            let target = found.as_ref().map(|(spec, replicas)| Target {
+                spec,
+                replicas: *replicas,
+            });
             let input = Input {
                 phase: Phase::Validate,
                 operation: Operation::Create,

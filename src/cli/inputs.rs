@@ -5,10 +5,47 @@ use std::path::{Path, PathBuf};
 
 pub const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
-/// One input: its display name and its text, or why it could not be read.
+/// One input: its display name and where it is read from when its turn comes (one at a time,
+/// as a stream), or why it cannot be read.
 pub struct Input {
     pub name: String,
-    pub text: Result<String, String>,
+    pub source: Source,
+}
+
+pub enum Source {
+    Stdin,
+    File(PathBuf),
+    Unreadable(String),
+}
+
+impl Input {
+    /// A reader of the input's UTF-8 text. UTF-8 is streamed (its byte order mark skipped);
+    /// UTF-16 with a byte order mark is read whole and decoded.
+    pub fn reader(&self) -> Result<Box<dyn std::io::BufRead + '_>, String> {
+        use std::io::BufRead;
+        let mut r: Box<dyn BufRead> = match &self.source {
+            Source::Unreadable(e) => return Err(e.clone()),
+            Source::Stdin => Box::new(std::io::stdin().lock()),
+            Source::File(p) => Box::new(std::io::BufReader::with_capacity(
+                1 << 16,
+                std::fs::File::open(p).map_err(|e| format!("cannot read: {e}"))?,
+            )),
+        };
+        let head = r.fill_buf().map_err(|e| format!("cannot read: {e}"))?;
+        match head {
+            [0xFE, 0xFF, ..] | [0xFF, 0xFE, ..] => {
+                let mut bytes = Vec::new();
+                r.read_to_end(&mut bytes)
+                    .map_err(|e| format!("cannot read: {e}"))?;
+                Ok(Box::new(std::io::Cursor::new(decode(bytes)?.into_bytes())))
+            }
+            [0xEF, 0xBB, 0xBF, ..] => {
+                r.consume(3);
+                Ok(r)
+            }
+            _ => Ok(r),
+        }
+    }
 }
 
 fn has_manifest_extension(p: &Path) -> bool {
@@ -75,11 +112,6 @@ fn walk(
     Ok(())
 }
 
-fn read_file(p: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(p).map_err(|e| format!("cannot read: {e}"))?;
-    decode(bytes)
-}
-
 /// YAML text is UTF-8, or UTF-16 with a byte order mark (YAML 1.2, 5.2).
 pub fn decode(bytes: Vec<u8>) -> Result<String, String> {
     let utf16 = |body: &[u8], be: bool| -> Result<String, String> {
@@ -127,14 +159,9 @@ pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
     let mut c = Collected::default();
     for arg in paths {
         if arg == "-" {
-            let mut buf = Vec::new();
-            let text = std::io::stdin()
-                .read_to_end(&mut buf)
-                .map_err(|e| format!("cannot read stdin: {e}"))
-                .and_then(|_| decode(buf));
             c.inputs.push(Input {
                 name: "<stdin>".to_string(),
-                text,
+                source: Source::Stdin,
             });
             continue;
         }
@@ -144,17 +171,17 @@ pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
             match walk(p, &excludes, &mut files, &mut c.skipped) {
                 Ok(()) => c.inputs.extend(files.into_iter().map(|f| Input {
                     name: f.display().to_string(),
-                    text: read_file(&f),
+                    source: Source::File(f),
                 })),
                 Err(e) => c.inputs.push(Input {
                     name: arg.clone(),
-                    text: Err(format!("cannot read directory: {e}")),
+                    source: Source::Unreadable(format!("cannot read directory: {e}")),
                 }),
             }
         } else if p.exists() {
             c.inputs.push(Input {
                 name: arg.clone(),
-                text: read_file(p),
+                source: Source::File(p.to_path_buf()),
             });
         } else {
             c.missing.push(arg.clone());

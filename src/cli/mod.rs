@@ -545,14 +545,6 @@ fn run_check(run: CheckRun) -> ExitCode {
             run.paths.join(", ")
         ));
     }
-    if !inputs.is_empty() && inputs.iter().all(|i| i.text.is_err()) {
-        for i in &inputs {
-            if let Err(e) = &i.text {
-                eprintln!("placement-guard: {}: {e}", i.name);
-            }
-        }
-        return fail("no input could be read");
-    }
     let mut checker = Checker::new(run.rules);
     if let Some(c) = run.cluster {
         let text = match std::fs::read(c) {
@@ -566,13 +558,25 @@ fn run_check(run: CheckRun) -> ExitCode {
             return fail(format!("{}:{e}", c.display()));
         }
     }
+    // One input at a time, each read as a stream.
     for i in &inputs {
-        match &i.text {
-            Ok(text) => checker.check_text(&i.name, text),
-            Err(e) => checker.unreadable(&i.name, e.clone()),
+        match i.reader() {
+            Ok(r) => checker.check_reader(&i.name, r),
+            Err(e) => checker.unreadable(&i.name, e),
         }
     }
     let report = checker.finish();
+    let unreadable: Vec<&crate::ci::report::Diagnostic> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == crate::ci::check::RULE_UNREADABLE)
+        .collect();
+    if !inputs.is_empty() && report.objects == 0 && unreadable.len() == inputs.len() {
+        for d in unreadable {
+            eprintln!("placement-guard: {}: {}", d.file, d.message);
+        }
+        return fail("no input could be read");
+    }
     if report.objects + report.skipped == 0 && report.diagnostics.is_empty() && !run.allow_empty {
         return fail(
             "no objects in the input (an empty file or stream); pass --allow-empty if that is expected",

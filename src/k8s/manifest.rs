@@ -226,40 +226,90 @@ fn key_at(text: &str, line: usize, col: usize) -> Option<String> {
     (!key.is_empty()).then(|| key.to_string())
 }
 
-/// The documents of a YAML stream, each with the 0-based line it starts on: the text is cut at
-/// `---` and `...` lines. YAML forbids those markers at the start of a line inside any scalar,
-/// so a cut never falls inside a value; anchors do not cross documents either.
-pub fn documents(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let mut rest = text;
-    let mut line = 0;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
+/// Where a YAML stream is cut into documents, a line at a time: before a `---` or `...` line.
+/// YAML forbids those markers at the start of a line inside any scalar, so a cut never falls
+/// inside a value; anchors do not cross documents either. Directives (`%YAML`) and comments
+/// before `---` belong to the document it opens.
+pub struct Cutter {
+    lines: usize,
+    prelude: bool,
+}
+
+impl Default for Cutter {
+    fn default() -> Cutter {
+        Cutter {
+            lines: 0,
+            prelude: true,
         }
-        let mut offset = 0;
-        let mut lines = 0;
-        let start_line = line;
-        // Directives (`%YAML`) and comments before `---` belong to the document it opens.
-        let mut prelude = true;
-        for l in rest.split_inclusive('\n') {
-            let bare = l.trim_end_matches(['\n', '\r']);
-            let marker = |m: &str| {
-                bare.strip_prefix(m)
-                    .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
-            };
-            // A marker ends the document before it (the first line may open one).
-            if offset > 0 && !prelude && (marker("---") || marker("...")) {
-                break;
-            }
-            prelude &= bare.trim().is_empty() || bare.starts_with(['%', '#']) || marker("...");
-            offset += l.len();
-            lines += 1;
+    }
+}
+
+impl Cutter {
+    /// Whether the document read so far ends before `line`.
+    pub fn cut_before(&mut self, line: &str) -> bool {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        let marker = |m: &str| {
+            bare.strip_prefix(m)
+                .is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t']))
+        };
+        let cut = self.lines > 0 && !self.prelude && (marker("---") || marker("..."));
+        if cut {
+            *self = Cutter::default();
         }
-        let (doc, tail) = rest.split_at(offset);
-        rest = tail;
-        line += lines;
-        Some((start_line, doc))
-    })
+        self.prelude &= bare.trim().is_empty() || bare.starts_with(['%', '#']) || marker("...");
+        self.lines += 1;
+        cut
+    }
+}
+
+/// The documents of a text, each with the 0-based line it starts on.
+pub fn documents(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut cutter = Cutter::default();
+    let (mut start, mut start_line, mut at) = (0, 0, 0);
+    for (n, l) in text.split_inclusive('\n').enumerate() {
+        if cutter.cut_before(l) {
+            out.push((start_line, &text[start..at]));
+            (start, start_line) = (at, n);
+        }
+        at += l.len();
+    }
+    if start < text.len() {
+        out.push((start_line, &text[start..]));
+    }
+    out
+}
+
+/// The documents of a stream, read a line at a time: only one document's text is held. Input
+/// that is not UTF-8 is an error.
+pub fn read_documents(
+    mut r: impl std::io::BufRead,
+    mut each: impl FnMut(usize, &str),
+) -> Result<(), String> {
+    let mut cutter = Cutter::default();
+    let (mut doc, mut line) = (String::new(), String::new());
+    let (mut start_line, mut n) = (0, 0);
+    loop {
+        line.clear();
+        let read = r.read_line(&mut line).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => format!("not UTF-8 text (line {})", n + 1),
+            _ => format!("cannot read: {e}"),
+        })?;
+        if read == 0 {
+            break;
+        }
+        if cutter.cut_before(&line) {
+            each(start_line, &doc);
+            doc.clear();
+            start_line = n;
+        }
+        doc.push_str(&line);
+        n += 1;
+    }
+    if !doc.is_empty() {
+        each(start_line, &doc);
+    }
+    Ok(())
 }
 
 /// Reads every document of a file, one at a time (see [`parse_each`]); any syntax error fails
@@ -276,22 +326,30 @@ pub fn parse(text: &str) -> Result<Vec<Object>, SyntaxError> {
 pub fn parse_each(text: &str, mut each: impl FnMut(Object)) -> Result<(), SyntaxError> {
     let mut first_error = None;
     for (offset, doc) in documents(text) {
-        let objects = match parse_document(doc) {
+        let objects = match parse_document_at(doc, offset) {
             Ok(o) => o,
-            Err(mut e) => {
-                e.pos_line += offset;
+            Err(e) => {
                 first_error.get_or_insert(e);
                 continue;
             }
         };
-        for mut o in objects {
-            for p in o.positions.values_mut() {
-                p.line += offset;
-            }
-            each(o);
-        }
+        objects.into_iter().for_each(&mut each);
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// One document that starts on 0-based line `offset` of its file: positions are file lines.
+pub fn parse_document_at(doc: &str, offset: usize) -> Result<Vec<Object>, SyntaxError> {
+    let mut objects = parse_document(doc).map_err(|mut e| {
+        e.pos_line += offset;
+        e
+    })?;
+    for o in &mut objects {
+        for p in o.positions.values_mut() {
+            p.line += offset;
+        }
+    }
+    Ok(objects)
 }
 
 /// One document (or a file of several, as it is also used); `kind: List` documents are
@@ -416,7 +474,7 @@ mod tests {
     #[test]
     fn documents_are_cut_at_markers_only() {
         let text = "a: 1\n---\nb: |\n  ---not a marker\n   --- indented\n--- # c\nc: 3\n...\n---\nd: 4\n----\n...\n%YAML 1.2\n# x\n---\ne: 5\n";
-        let docs: Vec<(usize, &str)> = documents(text).collect();
+        let docs = documents(text);
         assert_eq!(
             docs,
             vec![
@@ -427,7 +485,16 @@ mod tests {
                 (11, "...\n%YAML 1.2\n# x\n---\ne: 5\n"),
             ]
         );
-        assert_eq!(documents(text).map(|(_, d)| d).collect::<String>(), text);
+        assert_eq!(docs.iter().map(|(_, d)| *d).collect::<String>(), text);
+        // Read from a stream, line by line, the documents are the same.
+        let mut streamed = Vec::new();
+        read_documents(text.as_bytes(), |n, d| streamed.push((n, d.to_string()))).unwrap();
+        let want: Vec<(usize, String)> = docs.iter().map(|(n, d)| (*n, d.to_string())).collect();
+        assert_eq!(streamed, want);
+        assert_eq!(
+            read_documents(&b"a: 1\n\xff\n"[..], |_, _| {}).unwrap_err(),
+            "not UTF-8 text (line 2)"
+        );
         // ("----" is not a marker; as YAML that line would be an error.)
         let objs = parse(&text.replace("----\n", "")).unwrap();
         assert_eq!(objs.len(), 5);

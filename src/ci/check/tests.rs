@@ -267,3 +267,22 @@ fn a_broken_document_does_not_hide_the_others() {
         .collect();
     assert_eq!(found, vec![(7, "yaml-syntax"), (16, "hard-anti-affinity")]);
 }
+
+/// A stream is judged a document at a time; bytes that are not UTF-8 end it with an
+/// `unreadable` finding after what came before was judged.
+#[test]
+fn streams_are_read_a_document_at_a_time() {
+    let mut bytes = b"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: d}\nspec: {containers: [{name: c, image: x}]}\n---\nkind: Pod\n".to_vec();
+    bytes.extend_from_slice(b"metadata: {name: \xff}\n");
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_reader("f.yaml", &bytes[..]);
+    let r = c.finish();
+    assert_eq!(r.objects, 1);
+    let bad: Vec<(&str, &str)> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == "unreadable")
+        .map(|d| (d.file.as_str(), d.message.as_str()))
+        .collect();
+    assert_eq!(bad, vec![("f.yaml", "not UTF-8 text (line 7)")]);
+}
