@@ -287,7 +287,10 @@ impl<'de> Visitor<'de> for DocSeed<'_> {
         while let Some(key) = map.next_key::<Key>()? {
             match key {
                 Key::Items => {
-                    map.next_value_seed(ItemsSeed(self.0))?;
+                    map.next_value_seed(Items {
+                        kind: None,
+                        builder: &mut *self.0,
+                    })?;
                     is_list = true;
                 }
                 Key::Kind => obj.kind = map.next_value()?,
@@ -308,19 +311,27 @@ impl<'de> Visitor<'de> for DocSeed<'_> {
     }
 }
 
-struct ItemsSeed<'b>(&'b mut Builder);
+/// The items of a list, each pushed as it is read; `kind` is the kind of a typed list's items
+/// (they do not say), `None` for a `kind: List` of objects that do.
+struct Items<'a, 'b> {
+    kind: Option<&'a str>,
+    builder: &'b mut Builder,
+}
 
-impl<'de> DeserializeSeed<'de> for ItemsSeed<'_> {
+impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
     type Value = ();
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_seq(self)
     }
 }
 
-impl<'de> Visitor<'de> for ItemsSeed<'_> {
+impl<'de> Visitor<'de> for Items<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list of Nodes, Pods and Namespaces")
+        match self.kind {
+            Some(k) => write!(f, "a list of {k}s"),
+            None => f.write_str("a list of Nodes, Pods and Namespaces"),
+        }
     }
 
     fn visit_unit<E>(self) -> Result<(), E> {
@@ -329,7 +340,9 @@ impl<'de> Visitor<'de> for ItemsSeed<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(obj) = seq.next_element::<SlimObject>()? {
-            self.0.push(obj, None).map_err(de::Error::custom)?;
+            self.builder
+                .push(obj, self.kind)
+                .map_err(de::Error::custom)?;
         }
         Ok(())
     }
@@ -709,8 +722,8 @@ impl<'de> Visitor<'de> for PageSeed<'_, '_> {
         let mut token = None;
         while let Some(key) = map.next_key::<Key>()? {
             match key {
-                Key::Items => map.next_value_seed(TypedItems {
-                    kind: self.kind,
+                Key::Items => map.next_value_seed(Items {
+                    kind: Some(self.kind),
                     builder: &mut *self.builder,
                 })?,
                 Key::Metadata => {
@@ -725,38 +738,6 @@ impl<'de> Visitor<'de> for PageSeed<'_, '_> {
             }
         }
         Ok(token)
-    }
-}
-
-struct TypedItems<'a, 'b> {
-    kind: &'a str,
-    builder: &'b mut Builder,
-}
-
-impl<'de> DeserializeSeed<'de> for TypedItems<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TypedItems<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "a list of {}s", self.kind)
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(obj) = seq.next_element::<SlimObject>()? {
-            self.builder
-                .push(obj, Some(self.kind))
-                .map_err(de::Error::custom)?;
-        }
-        Ok(())
     }
 }
 
