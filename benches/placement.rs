@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use placement_guard::core::cluster::{BoundPod, Cluster, Node};
+use placement_guard::core::cluster::{BoundPod, Cluster, Node, PodUsage};
 use placement_guard::core::filter::evaluate;
 use placement_guard::k8s::workload::{parse_value, Kind};
 use serde_json::{json, Value};
@@ -51,7 +51,10 @@ fn build(nodes: usize, zones: usize, pods: usize, odd_bar: bool, anti_every: usi
                 name: format!("p{j}"),
                 namespace: "default".into(),
                 labels,
-                anti_affinity,
+                usage: PodUsage {
+                    anti_affinity,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )

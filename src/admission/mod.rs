@@ -9,7 +9,7 @@ use kube::core::{Status, TypeMeta};
 
 use crate::kruise::workloadspread::WorkloadSpread;
 use crate::rules::{
-    self, Context, Input, Operation, Phase, RuleId, RuleSet, Subject, User, Verdict,
+    self, ClusterState, Context, Input, Operation, Phase, RuleId, RuleSet, Subject, User, Verdict,
 };
 use reader::{Slot, Use};
 
@@ -65,10 +65,22 @@ fn allowing(types: TypeMeta, uid: &str) -> AdmissionResponse {
     r
 }
 
-/// Answers one AdmissionReview body.
+/// Answers one AdmissionReview body, without the live cluster.
 pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Reviewed, ReviewError> {
+    review_in(body, endpoint, rules, ClusterState::Absent)
+}
+
+/// Answers one AdmissionReview body; `cluster` is what `serve --cluster-aware` knows of the
+/// live cluster.
+pub fn review_in(
+    body: &[u8],
+    endpoint: Endpoint,
+    rules: &RuleSet,
+    cluster: ClusterState,
+) -> Result<Reviewed, ReviewError> {
     let phase = endpoint.phase();
-    let (types, req) = reader::parse_review(body, phase, rules)?;
+    let cluster_aware = !matches!(cluster, ClusterState::Absent);
+    let (types, req) = reader::parse_review(body, phase, rules, cluster_aware)?;
     let op = reader::operation(&req.operation);
     let response = allowing(types, &req.uid);
     let reviewed = Reviewed {
@@ -92,6 +104,7 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
         false,
         phase,
         rules,
+        cluster_aware,
     );
     let input = |object, old_object| Input {
         phase,
@@ -100,7 +113,10 @@ pub fn review(body: &[u8], endpoint: Endpoint, rules: &RuleSet) -> Result<Review
         user,
         object,
         old_object,
-        context: Context::default(),
+        context: Context {
+            cluster,
+            ..Context::default()
+        },
     };
     let verdict = match used {
         Use::Spread => {
@@ -549,6 +565,7 @@ mod tests {
             reader::Read::Direct {
                 phase,
                 rules: &rules,
+                cluster_aware: false,
             },
         )
         .unwrap();

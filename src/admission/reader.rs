@@ -46,6 +46,7 @@ pub(super) fn use_of(
     old: bool,
     phase: Phase,
     rules: &RuleSet,
+    cluster_aware: bool,
 ) -> Use {
     if sub_resource.is_some_and(|s| !s.is_empty()) || (old && op != Operation::Update) {
         return Use::Ignore;
@@ -63,6 +64,7 @@ pub(super) fn use_of(
         phase,
         operation: op,
         kind: object,
+        cluster_aware,
     };
     match object {
         _ if !rules::applies(&rules.spec, request) => Use::Ignore,
@@ -75,7 +77,11 @@ pub(super) fn use_of(
 #[derive(Clone, Copy)]
 pub(super) enum Read<'r> {
     /// Into views as soon as we know what they are for.
-    Direct { phase: Phase, rules: &'r RuleSet },
+    Direct {
+        phase: Phase,
+        rules: &'r RuleSet,
+        cluster_aware: bool,
+    },
     /// Kept raw: the second, explaining read after a direct read failed.
     Deferred,
 }
@@ -261,13 +267,22 @@ impl<'de> Visitor<'de> for RequestVisitor<'_> {
                         (&mut object, "object")
                     };
                     let decided = match (self.0, &kind, &op) {
-                        (Read::Direct { phase, rules }, Some(k), Some(o)) => Some(use_of(
+                        (
+                            Read::Direct {
+                                phase,
+                                rules,
+                                cluster_aware,
+                            },
+                            Some(k),
+                            Some(o),
+                        ) => Some(use_of(
                             k,
                             operation(o),
                             sub_resource.as_ref().and_then(|s| s.as_deref()),
                             old,
                             phase,
                             rules,
+                            cluster_aware,
                         )),
                         _ => None,
                     };
@@ -398,6 +413,7 @@ pub(super) fn parse_review<'de>(
     body: &'de [u8],
     phase: Phase,
     rules: &RuleSet,
+    cluster_aware: bool,
 ) -> Result<(TypeMeta, Request<'de>), ReviewError> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| *b != b'{')
@@ -407,15 +423,22 @@ pub(super) fn parse_review<'de>(
             "request body is not an AdmissionReview: expected a JSON object".to_string(),
         ));
     }
-    let env = read_review(body, Read::Direct { phase, rules })
-        .or_else(|_| read_review(body, Read::Deferred))
-        .map_err(|e| {
-            if e.is_syntax() || e.is_eof() {
-                ReviewError::BadRequest(format!("request body is not valid JSON: {e}"))
-            } else {
-                ReviewError::BadRequest(format!("request body is not an AdmissionReview: {e}"))
-            }
-        })?;
+    let env = read_review(
+        body,
+        Read::Direct {
+            phase,
+            rules,
+            cluster_aware,
+        },
+    )
+    .or_else(|_| read_review(body, Read::Deferred))
+    .map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
+            ReviewError::BadRequest(format!("request body is not valid JSON: {e}"))
+        } else {
+            ReviewError::BadRequest(format!("request body is not an AdmissionReview: {e}"))
+        }
+    })?;
     let kind = env.kind.unwrap_or_default();
     if kind != "AdmissionReview" {
         return Err(ReviewError::BadRequest(format!(

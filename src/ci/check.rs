@@ -333,6 +333,7 @@ impl Checker {
                 context: Context {
                     spread_target: target,
                     spread_claimed_by: claimed_by.as_deref(),
+                    ..Context::default()
                 },
             };
             let verdict = rules::evaluate(&input, &self.rules);

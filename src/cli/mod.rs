@@ -142,6 +142,21 @@ pub enum Command {
         /// How long (seconds) a request's head and body may take to arrive.
         #[arg(long, default_value_t = 10)]
         request_timeout: u64,
+        /// Watch the cluster's Nodes, Pods and Namespaces (needs get/list/watch on them) so
+        /// that the `feasibility` rule can say when a pod is left no node to run on.
+        #[arg(long)]
+        cluster_aware: bool,
+        /// With --cluster-aware: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then
+        /// the pod's service account).
+        #[arg(long, value_name = "FILE", requires = "cluster_aware")]
+        kubeconfig: Option<PathBuf>,
+        /// With --cluster-aware: kubeconfig context (default: the current context).
+        #[arg(long, requires = "cluster_aware")]
+        context: Option<String>,
+        /// With --cluster-aware: how long (seconds) a failing watch is tolerated before the
+        /// cache counts as stale and its checks are skipped (they never deny on a stale cache).
+        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        cache_max_stale: u64,
     },
     /// Answer one AdmissionReview offline, exactly as /validate (or /mutate) would.
     Review {
@@ -324,6 +339,10 @@ pub fn run() -> ExitCode {
             shutdown_delay,
             shutdown_timeout,
             request_timeout,
+            cluster_aware,
+            kubeconfig,
+            context,
+            cache_max_stale,
         } => {
             let _log_guard = init_logging(log_format);
             let (rules, rules_bytes) = match load_rules_with_bytes(rules_path.as_ref()) {
@@ -360,6 +379,17 @@ pub fn run() -> ExitCode {
                 shutdown_delay: std::time::Duration::from_secs(shutdown_delay),
                 shutdown_timeout: std::time::Duration::from_secs(shutdown_timeout),
                 request_timeout: std::time::Duration::from_secs(request_timeout.max(1)),
+                cluster: cluster_aware.then(|| server::ClusterAware {
+                    connect: crate::live::Connect {
+                        kubeconfig,
+                        context,
+                        // A watch waits up to its 290 s timeout for events; the read timeout
+                        // must outlast it.
+                        timeout: std::time::Duration::from_secs(295),
+                        page: crate::live::PAGE,
+                    },
+                    max_stale: std::time::Duration::from_secs(cache_max_stale.max(1)),
+                }),
             };
             match actix_web::rt::System::new().block_on(server::serve(opts)) {
                 Ok(()) => ExitCode::SUCCESS,

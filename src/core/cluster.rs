@@ -32,9 +32,15 @@ pub struct BoundPod {
     pub name: String,
     pub namespace: String,
     pub labels: BTreeMap<String, String>,
+    pub terminating: bool,
+    pub usage: PodUsage,
+}
+
+/// What a bound pod takes of its node and holds against others, besides its labels.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PodUsage {
     /// Required anti-affinity terms of this pod (they also block incoming pods: symmetry).
     pub anti_affinity: Vec<PodAffinityTerm>,
-    pub terminating: bool,
     /// `resourcehelper.PodRequests`, as NodeResourcesFit adds it to the node's requested.
     pub requests: Resources,
     pub host_ports: Vec<HostPort>,
@@ -57,21 +63,38 @@ pub struct NodeUsage {
     pub host_ports: Vec<HostPort>,
 }
 
+/// Where [`Cluster::place`] put a pod: what [`Cluster::unplace`] needs to take it off again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub node: u32,
+    /// The pod's label set; `None` for a terminating pod, which holds resources but no longer
+    /// counts for affinity and spreading.
+    pub set: Option<u32>,
+}
+
 /// The compact snapshot: no pod objects, only per-node totals, interned label sets with counts
-/// per node, and the few required anti-affinity terms.
+/// per node, and the few required anti-affinity terms. It can be filled once (a dump, a list)
+/// or kept current event by event (a watch): every change is local to one node and one set.
 #[derive(Clone, Debug, Default)]
 pub struct Cluster {
     pub nodes: Vec<Node>,
     pub usage: Vec<NodeUsage>,
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     node_index: HashMap<String, usize>,
-    /// Interned label sets of live (not terminating) pods.
+    /// Interned label sets of live (not terminating) pods. A set no pod holds any more is
+    /// emptied and its slot reused.
     pub label_sets: Vec<LabelSet>,
     label_set_index: HashMap<LabelSet, usize>,
+    /// How many holders (pods of the snapshot, or a store's entries) each set has.
+    set_refs: Vec<u32>,
+    free_sets: Vec<usize>,
     /// Per node: (label set, number of live pods with it).
     pub groups_by_node: Vec<Vec<(usize, u32)>>,
     /// Required anti-affinity terms of live pods: (node, owner's label set, term).
     pub anti_terms: Vec<(usize, usize, PodAffinityTerm)>,
+    /// Node label key → value → the nodes carrying it, so that a selector visits only the
+    /// nodes it can match.
+    label_index: HashMap<String, HashMap<String, Vec<u32>>>,
 }
 
 /// Why a snapshot cannot be built.
@@ -107,10 +130,108 @@ impl Cluster {
         if self.node_index.insert(node.name.clone(), i).is_some() {
             return Err(ClusterError::DuplicateNode(node.name));
         }
+        self.index_labels(i, &node.labels, true);
         self.nodes.push(node);
         self.usage.push(NodeUsage::default());
         self.groups_by_node.push(Vec::new());
         Ok(i)
+    }
+
+    /// Adds a node, or replaces what is known of a node of that name (labels, taints,
+    /// cordon, allocatable) and keeps the pods bound to it.
+    pub fn upsert_node(&mut self, node: Node) -> usize {
+        match self.node_index(&node.name) {
+            Some(i) => {
+                let old = std::mem::take(&mut self.nodes[i].labels);
+                self.index_labels(i, &old, false);
+                self.index_labels(i, &node.labels, true);
+                self.nodes[i] = node;
+                i
+            }
+            None => {
+                let i = self.nodes.len();
+                self.node_index.insert(node.name.clone(), i);
+                self.index_labels(i, &node.labels, true);
+                self.nodes.push(node);
+                self.usage.push(NodeUsage::default());
+                self.groups_by_node.push(Vec::new());
+                i
+            }
+        }
+    }
+
+    /// Removes a node and what its pods took of it. The last node takes its index: returns
+    /// (the removed index, the index the moved node had), so that holders of [`Placed`] can
+    /// renumber. The pods that were bound to it are no longer placed.
+    pub fn remove_node(&mut self, name: &str) -> Option<(usize, usize)> {
+        let i = self.node_index.remove(name)?;
+        let last = self.nodes.len() - 1;
+        let labels = std::mem::take(&mut self.nodes[i].labels);
+        self.index_labels(i, &labels, false);
+        for (set, n) in std::mem::take(&mut self.groups_by_node[i]) {
+            self.release_n(set, n);
+        }
+        self.anti_terms.retain(|(n, _, _)| *n != i);
+        if last != i {
+            let moved = self.nodes[last].labels.clone();
+            self.index_labels(last, &moved, false);
+            self.index_labels(i, &moved, true);
+            for t in &mut self.anti_terms {
+                if t.0 == last {
+                    t.0 = i;
+                }
+            }
+            if let Some(k) = self.node_index.get_mut(&self.nodes[last].name) {
+                *k = i;
+            }
+        }
+        self.nodes.swap_remove(i);
+        self.usage.swap_remove(i);
+        self.groups_by_node.swap_remove(i);
+        Some((i, last))
+    }
+
+    fn index_labels(&mut self, i: usize, labels: &BTreeMap<String, String>, add: bool) {
+        let i = i as u32;
+        for (k, v) in labels {
+            if add {
+                self.label_index
+                    .entry(k.clone())
+                    .or_default()
+                    .entry(v.clone())
+                    .or_default()
+                    .push(i);
+            } else if let Some(values) = self.label_index.get_mut(k) {
+                if let Some(nodes) = values.get_mut(v) {
+                    if let Some(p) = nodes.iter().position(|&n| n == i) {
+                        nodes.swap_remove(p);
+                    }
+                    if nodes.is_empty() {
+                        values.remove(v);
+                    }
+                }
+                if values.is_empty() {
+                    self.label_index.remove(k);
+                }
+            }
+        }
+    }
+
+    /// The nodes labelled `key=value`, in no particular order.
+    pub fn nodes_with(&self, key: &str, value: &str) -> &[u32] {
+        self.label_index
+            .get(key)
+            .and_then(|v| v.get(value))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Every value of `key` on some node, with its nodes.
+    pub fn label_values(&self, key: &str) -> impl Iterator<Item = (&str, &[u32])> {
+        self.label_index
+            .get(key)
+            .into_iter()
+            .flatten()
+            .map(|(v, n)| (v.as_str(), n.as_slice()))
     }
 
     pub fn node_index(&self, name: &str) -> Option<usize> {
@@ -125,48 +246,90 @@ impl Cluster {
         }
     }
 
-    /// The label set's id, interning it on first sight.
-    fn intern(&mut self, namespace: String, labels: BTreeMap<String, String>) -> usize {
+    /// The label set's id, interning it on first sight; the caller holds one reference until
+    /// it calls [`Cluster::release_set`].
+    pub fn intern_set(&mut self, namespace: String, labels: BTreeMap<String, String>) -> u32 {
         let key = LabelSet { namespace, labels };
         if let Some(&set) = self.label_set_index.get(&key) {
-            return set;
+            self.set_refs[set] += 1;
+            return set as u32;
         }
-        let set = self.label_sets.len();
-        self.label_sets.push(key.clone());
+        let set = match self.free_sets.pop() {
+            Some(s) => {
+                self.label_sets[s] = key.clone();
+                self.set_refs[s] = 1;
+                s
+            }
+            None => {
+                self.label_sets.push(key.clone());
+                self.set_refs.push(1);
+                self.label_sets.len() - 1
+            }
+        };
         self.label_set_index.insert(key, set);
+        set as u32
+    }
+
+    /// One more reference to an interned set.
+    pub fn retain_set(&mut self, set: u32) -> u32 {
+        if let Some(r) = self.set_refs.get_mut(set as usize) {
+            *r += 1;
+        }
         set
     }
 
-    /// Binds a pod to a node of the snapshot.
-    pub fn add_pod(&mut self, node: &str, pod: BoundPod) -> Result<(), ClusterError> {
-        let i = self
-            .node_index(node)
-            .ok_or_else(|| Self::unknown(&pod, node))?;
+    pub fn release_set(&mut self, set: u32) {
+        self.release_n(set as usize, 1);
+    }
+
+    fn release_n(&mut self, set: usize, n: u32) {
+        let Some(r) = self.set_refs.get_mut(set) else {
+            return;
+        };
+        *r = r.saturating_sub(n);
+        if *r == 0 {
+            let key = std::mem::replace(
+                &mut self.label_sets[set],
+                LabelSet {
+                    namespace: String::new(),
+                    labels: BTreeMap::new(),
+                },
+            );
+            self.label_set_index.remove(&key);
+            self.free_sets.push(set);
+        }
+    }
+
+    /// Folds a pod into node `i`'s totals; `set` (when not terminating) is a reference the
+    /// placement now holds.
+    pub fn place(&mut self, i: usize, set: Option<u32>, pod: &PodUsage) -> Placed {
         let u = &mut self.usage[i];
         u.pods += 1;
         u.requested.add(&pod.requests);
-        u.host_ports.extend(pod.host_ports);
-        if !pod.terminating {
-            let set = self.intern(pod.namespace, pod.labels);
+        u.host_ports.extend(pod.host_ports.iter().cloned());
+        if let Some(set) = set {
             let groups = &mut self.groups_by_node[i];
-            match groups.iter_mut().find(|(s, _)| *s == set) {
+            let s = set as usize;
+            match groups.iter_mut().find(|(x, _)| *x == s) {
                 Some((_, n)) => *n += 1,
-                None => groups.push((set, 1)),
+                None => groups.push((s, 1)),
             }
-            for t in pod.anti_affinity {
-                self.anti_terms.push((i, set, t));
+            for t in &pod.anti_affinity {
+                self.anti_terms.push((i, s, t.clone()));
             }
         }
-        Ok(())
+        Placed {
+            node: i as u32,
+            set,
+        }
     }
 
-    /// Takes a pod added with [`Cluster::add_pod`] off its node again: a bound pod explained as
-    /// if it were scheduled now, without itself.
-    pub fn remove_pod(&mut self, node: &str, pod: &BoundPod) -> Result<(), ClusterError> {
-        let i = self
-            .node_index(node)
-            .ok_or_else(|| Self::unknown(pod, node))?;
-        let u = &mut self.usage[i];
+    /// Undoes [`Cluster::place`] with the same `pod`, and releases the set's reference.
+    pub fn unplace(&mut self, placed: Placed, pod: &PodUsage) {
+        let i = placed.node as usize;
+        let Some(u) = self.usage.get_mut(i) else {
+            return;
+        };
         u.pods = u.pods.saturating_sub(1);
         u.requested.sub(&pod.requests);
         for p in &pod.host_ports {
@@ -174,18 +337,12 @@ impl Cluster {
                 u.host_ports.swap_remove(k);
             }
         }
-        if pod.terminating {
-            return Ok(());
-        }
-        let key = LabelSet {
-            namespace: pod.namespace.clone(),
-            labels: pod.labels.clone(),
+        let Some(set) = placed.set else {
+            return;
         };
-        let Some(&set) = self.label_set_index.get(&key) else {
-            return Ok(());
-        };
+        let s = set as usize;
         let groups = &mut self.groups_by_node[i];
-        if let Some(k) = groups.iter().position(|(s, _)| *s == set) {
+        if let Some(k) = groups.iter().position(|(x, _)| *x == s) {
             groups[k].1 -= 1;
             if groups[k].1 == 0 {
                 groups.swap_remove(k);
@@ -195,11 +352,48 @@ impl Cluster {
             if let Some(k) = self
                 .anti_terms
                 .iter()
-                .position(|(n, s, x)| *n == i && *s == set && x == t)
+                .position(|(n, x, term)| *n == i && *x == s && term == t)
             {
                 self.anti_terms.swap_remove(k);
             }
         }
+        self.release_set(set);
+    }
+
+    /// Binds a pod to a node of the snapshot.
+    pub fn add_pod(&mut self, node: &str, pod: BoundPod) -> Result<Placed, ClusterError> {
+        let i = self
+            .node_index(node)
+            .ok_or_else(|| Self::unknown(&pod, node))?;
+        let set = (!pod.terminating).then(|| self.intern_set(pod.namespace, pod.labels));
+        Ok(self.place(i, set, &pod.usage))
+    }
+
+    /// Takes a pod added with [`Cluster::add_pod`] off its node again: a bound pod explained as
+    /// if it were scheduled now, without itself.
+    pub fn remove_pod(&mut self, node: &str, pod: &BoundPod) -> Result<(), ClusterError> {
+        let i = self
+            .node_index(node)
+            .ok_or_else(|| Self::unknown(pod, node))?;
+        let set = if pod.terminating {
+            None
+        } else {
+            let key = LabelSet {
+                namespace: pod.namespace.clone(),
+                labels: pod.labels.clone(),
+            };
+            match self.label_set_index.get(&key) {
+                Some(&s) => Some(s as u32),
+                None => return Ok(()),
+            }
+        };
+        self.unplace(
+            Placed {
+                node: i as u32,
+                set,
+            },
+            &pod.usage,
+        );
         Ok(())
     }
 

@@ -7,3 +7,4 @@ pub mod nodeselector;
 pub mod resources;
 pub mod satisfy;
 pub mod snapshot;
+pub mod store;

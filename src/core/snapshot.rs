@@ -14,11 +14,11 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::cluster::{Allocatable, BoundPod, Cluster, ClusterError, Node};
+use super::cluster::{Allocatable, BoundPod, Cluster, ClusterError, Node, PodUsage};
 use super::resources::{host_ports, pod_requests, scaled, Resources, PODS};
 use crate::k8s::model::{Container, PodSpec};
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SlimMeta {
     #[serde(default)]
@@ -32,7 +32,7 @@ pub struct SlimMeta {
 }
 
 /// The spec fields of a Node and of a Pod that the filters read (the two kinds share no name).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SlimSpec {
     #[serde(default)]
@@ -53,7 +53,7 @@ pub struct SlimSpec {
     pub unschedulable: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SlimStatus {
     #[serde(default)]
@@ -63,7 +63,7 @@ pub struct SlimStatus {
 }
 
 /// A Node, Pod or Namespace, as far as the snapshot reads it.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct SlimObject {
     #[serde(default)]
     pub kind: Option<String>,
@@ -113,8 +113,76 @@ pub fn bound_pod(
         name,
         namespace,
         labels,
-        anti_affinity: spec.required_pod_anti_affinity().to_vec(),
         terminating,
+        usage: pod_usage(spec),
+    }
+}
+
+/// A Node as the filters see it.
+pub fn node_of(obj: SlimObject) -> Node {
+    let spec = obj.spec.unwrap_or_default();
+    Node {
+        name: obj.metadata.name.unwrap_or_default(),
+        labels: obj.metadata.labels.unwrap_or_default(),
+        taints: spec.taints.unwrap_or_default(),
+        unschedulable: spec.unschedulable.unwrap_or(false),
+        allocatable: obj
+            .status
+            .and_then(|s| s.allocatable)
+            .map(|a| allocatable(&a)),
+    }
+}
+
+/// A Namespace's name and labels, its name label included (the apiserver always sets it).
+pub fn namespace_of(obj: SlimObject) -> (String, BTreeMap<String, String>) {
+    let name = obj.metadata.name.unwrap_or_default();
+    let mut labels = obj.metadata.labels.unwrap_or_default();
+    labels
+        .entry("kubernetes.io/metadata.name".into())
+        .or_insert_with(|| name.clone());
+    (name, labels)
+}
+
+/// A Pod bound to a node and not finished: the node's name and what the pod takes of it.
+/// `None` for a pod that takes nothing (not bound, Succeeded or Failed).
+pub fn bound_of(obj: SlimObject) -> Option<(String, BoundPod)> {
+    let SlimObject {
+        metadata,
+        spec,
+        status,
+        ..
+    } = obj;
+    let spec = spec.unwrap_or_default();
+    let finished = matches!(
+        status.and_then(|s| s.phase).as_deref(),
+        Some("Succeeded" | "Failed")
+    );
+    let node = match spec.node_name {
+        Some(n) if !n.is_empty() && !finished => n,
+        _ => return None,
+    };
+    let pod_spec = PodSpec {
+        affinity: spec.affinity,
+        containers: spec.containers.unwrap_or_default(),
+        init_containers: spec.init_containers.unwrap_or_default(),
+        overhead: spec.overhead,
+        resources: spec.resources,
+        ..Default::default()
+    };
+    let pod = bound_pod(
+        metadata.name.unwrap_or_default(),
+        metadata.namespace.unwrap_or_else(|| "default".into()),
+        metadata.labels.unwrap_or_default(),
+        metadata.deletion_timestamp.is_some(),
+        &pod_spec,
+    );
+    Some((node, pod))
+}
+
+/// What a pod takes of the node it is bound to.
+pub fn pod_usage(spec: &PodSpec) -> PodUsage {
+    PodUsage {
+        anti_affinity: spec.required_pod_anti_affinity().to_vec(),
         requests: pod_requests(spec),
         host_ports: host_ports(spec),
     }
@@ -140,64 +208,25 @@ impl Builder {
 
     /// Adds one object; `kind` is used when the object does not say (items of a typed list).
     pub fn push(&mut self, obj: SlimObject, kind: Option<&str>) -> Result<(), String> {
-        let SlimObject {
-            kind: own_kind,
-            metadata,
-            spec,
-            status,
-        } = obj;
-        let kind = own_kind.as_deref().or(kind).unwrap_or("");
-        let name = metadata.name.unwrap_or_default();
+        let kind = obj.kind.as_deref().or(kind).unwrap_or("");
         match kind {
             "Node" => {
-                let spec = spec.unwrap_or_default();
-                let node = Node {
-                    name,
-                    labels: metadata.labels.unwrap_or_default(),
-                    taints: spec.taints.unwrap_or_default(),
-                    unschedulable: spec.unschedulable.unwrap_or(false),
-                    allocatable: status.and_then(|s| s.allocatable).map(|a| allocatable(&a)),
-                };
-                self.cluster.add_node(node).map_err(|e| e.to_string())?;
+                self.cluster
+                    .add_node(node_of(obj))
+                    .map_err(|e| e.to_string())?;
                 self.counts.nodes += 1;
             }
             "Namespace" => {
-                let mut labels = metadata.labels.unwrap_or_default();
-                labels
-                    .entry("kubernetes.io/metadata.name".into())
-                    .or_insert_with(|| name.clone());
+                let (name, labels) = namespace_of(obj);
                 self.cluster.namespaces.insert(name, labels);
                 self.counts.namespaces += 1;
             }
             "Pod" => {
                 self.counts.pods += 1;
-                let spec = spec.unwrap_or_default();
-                let finished = matches!(
-                    status.and_then(|s| s.phase).as_deref(),
-                    Some("Succeeded" | "Failed")
-                );
-                let node = match spec.node_name {
-                    Some(n) if !n.is_empty() && !finished => n,
-                    _ => {
-                        self.counts.unbound_pods += 1;
-                        return Ok(());
-                    }
+                let Some((node, pod)) = bound_of(obj) else {
+                    self.counts.unbound_pods += 1;
+                    return Ok(());
                 };
-                let pod_spec = PodSpec {
-                    affinity: spec.affinity,
-                    containers: spec.containers.unwrap_or_default(),
-                    init_containers: spec.init_containers.unwrap_or_default(),
-                    overhead: spec.overhead,
-                    resources: spec.resources,
-                    ..Default::default()
-                };
-                let pod = bound_pod(
-                    name,
-                    metadata.namespace.unwrap_or_else(|| "default".into()),
-                    metadata.labels.unwrap_or_default(),
-                    metadata.deletion_timestamp.is_some(),
-                    &pod_spec,
-                );
                 if self.cluster.node_index(&node).is_some() {
                     self.cluster.add_pod(&node, pod).map_err(|e| e.to_string())?;
                 } else {
@@ -217,7 +246,7 @@ impl Builder {
     pub fn finish(mut self) -> Result<(Cluster, Counts), ClusterError> {
         for (node, pod) in std::mem::take(&mut self.pending) {
             match self.cluster.add_pod(&node, pod) {
-                Ok(()) => {}
+                Ok(_) => {}
                 Err(ClusterError::UnknownNode { .. }) if self.lenient => {
                     self.counts.orphan_pods += 1
                 }

@@ -3,6 +3,8 @@
 //! connecting and on every request, lists read page by page straight into the compact snapshot,
 //! and errors in one line that say what to fix.
 
+pub mod cache;
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -9,6 +9,7 @@
 
 pub mod anti_affinity;
 pub mod config;
+pub mod feasibility;
 pub mod mutable_directives;
 pub mod node_selection;
 pub mod spread;
@@ -80,6 +81,9 @@ pub struct Request {
     pub phase: Phase,
     pub operation: Operation,
     pub kind: ObjectKind,
+    /// Whether the evaluation may be given the live cluster (`serve --cluster-aware`): rules
+    /// that need it apply only then, so that without it the server reads nothing more.
+    pub cluster_aware: bool,
 }
 
 /// An object under review.
@@ -98,9 +102,23 @@ impl Subject<'_> {
     }
 }
 
-/// What the offline commands know beyond the request: other objects of the same input.
+/// The live cluster as the evaluation may see it.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum ClusterState<'a> {
+    /// Not cluster-aware (`check`, `test`, a server without `--cluster-aware`).
+    #[default]
+    Absent,
+    /// Cluster-aware, but the cache cannot be trusted now (why, for metrics): rules that need
+    /// it skip their check and never deny.
+    Unavailable(&'static str),
+    Ready(&'a crate::core::cluster::Cluster),
+}
+
+/// What the evaluation knows beyond the request: other objects of the same input, the cluster.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Context<'a> {
+    /// The live cluster's cached nodes, pods and namespaces.
+    pub cluster: ClusterState<'a>,
     /// The workload a WorkloadSpread targets, when the input holds it.
     pub spread_target: Option<crate::kruise::workloadspread::Target<'a>>,
     /// Another WorkloadSpread of the input that already targets the same workload.
@@ -126,6 +144,7 @@ impl<'a> Input<'a> {
             phase: self.phase,
             operation: self.operation,
             kind: self.object.kind(),
+            cluster_aware: !matches!(self.context.cluster, ClusterState::Absent),
         }
     }
 
@@ -244,6 +263,7 @@ registry! {
     topology_spread: spread::TopologySpreadRule,
     workload_spread: workloadspread::WorkloadSpreadRule,
     node_selection: node_selection::NodeSelectionRule,
+    feasibility: feasibility::FeasibilityRule,
 }
 
 fn camel(snake: &str) -> String {
@@ -281,10 +301,10 @@ mod tests {
     #[test]
     fn rule_ids_are_unique_and_documented() {
         let mut ids: Vec<&str> = all_rules().map(|m| m.id.as_str()).collect();
-        assert_eq!(ids.len(), 6);
+        assert_eq!(ids.len(), 7);
         ids.sort();
         ids.dedup();
-        assert_eq!(ids.len(), 6, "{ids:?}");
+        assert_eq!(ids.len(), 7, "{ids:?}");
         for m in all_rules() {
             assert!(!m.summary.is_empty() && !m.help.is_empty(), "{}", m.id);
             assert!(

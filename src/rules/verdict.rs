@@ -94,6 +94,9 @@ pub struct Verdict {
     pub patches: Vec<Patch>,
     /// The rules that looked at the request (for logs and metrics).
     pub rules_run: Vec<RuleId>,
+    /// Checks a rule skipped because what it needs was not to be had (a cache not synced), with
+    /// why: counted in metrics; such a rule never denies.
+    pub unchecked: Vec<(RuleId, &'static str)>,
 }
 
 impl Verdict {
@@ -209,6 +212,7 @@ mod tests {
                 hint: None,
             }],
             rules_run: Vec::new(),
+            unchecked: Vec::new(),
         };
         assert_eq!(v.outcome(), Outcome::Denied);
         let cases = [

@@ -29,8 +29,23 @@ struct ResultLabels {
     result: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResourceLabels {
+    resource: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SkipLabels {
+    rule: &'static str,
+    reason: &'static str,
+}
+
 pub struct Metrics {
     registry: Registry,
+    cache_objects: Family<ResourceLabels, Gauge>,
+    cache_restarts: Family<ResourceLabels, Counter>,
+    cache_age: Family<ResourceLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    unchecked: Family<SkipLabels, Counter>,
     requests: Family<RequestLabels, Counter>,
     latency: Family<EndpointLabels, Histogram>,
     in_flight: Gauge,
@@ -105,8 +120,37 @@ impl Metrics {
             "When the serving certificate expires (Unix time)",
             cert_expiry.clone(),
         );
+        let cache_objects = Family::<ResourceLabels, Gauge>::default();
+        registry.register(
+            "cluster_cache_objects",
+            "Objects in the cluster cache (serve --cluster-aware), by resource",
+            cache_objects.clone(),
+        );
+        let cache_restarts = Family::<ResourceLabels, Counter>::default();
+        registry.register(
+            "cluster_cache_watch_restarts",
+            "Re-lists of the cluster cache after its watch was lost (410 Gone, errors), by resource",
+            cache_restarts.clone(),
+        );
+        let cache_age =
+            Family::<ResourceLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        registry.register(
+            "cluster_cache_age_seconds",
+            "How long the cluster cache has not been known current: 0 while its watch runs, else since start or since the watch failed",
+            cache_age.clone(),
+        );
+        let unchecked = Family::<SkipLabels, Counter>::default();
+        registry.register(
+            "rule_checks_skipped",
+            "Checks a rule skipped because the cluster cache was not synced or stale (it never denies then)",
+            unchecked.clone(),
+        );
         Metrics {
             registry,
+            cache_objects,
+            cache_restarts,
+            cache_age,
+            unchecked,
             requests,
             latency,
             in_flight,
@@ -124,6 +168,14 @@ impl Metrics {
     /// Counts one answered request once per rule that looked at it, with what that rule
     /// decided (`rule="none"` with the request's outcome when no rule did), and its latency.
     pub fn observe(&self, endpoint: Endpoint, verdict: Option<&Verdict>, took: Duration) {
+        for (rule, reason) in verdict.iter().flat_map(|v| &v.unchecked) {
+            self.unchecked
+                .get_or_create(&SkipLabels {
+                    rule: rule.as_str(),
+                    reason,
+                })
+                .inc();
+        }
         let rules: Vec<(&str, &'static str)> = match verdict {
             Some(v) if !v.rules_run.is_empty() => v
                 .rules_run
@@ -178,6 +230,17 @@ impl Metrics {
     pub fn cert_expiry(&self, unix: Option<i64>) {
         if let Some(t) = unix {
             self.cert_expiry.set(t);
+        }
+    }
+
+    /// The cluster cache's figures at scrape time: (resource, objects, restarts, age).
+    pub fn cache(&self, stats: &[(&'static str, u64, u64, f64)]) {
+        for &(resource, objects, restarts, age) in stats {
+            let l = ResourceLabels { resource };
+            self.cache_objects.get_or_create(&l).set(objects as i64);
+            let c = self.cache_restarts.get_or_create(&l);
+            c.inc_by(restarts.saturating_sub(c.get()));
+            self.cache_age.get_or_create(&l).set(age);
         }
     }
 

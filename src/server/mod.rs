@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use openssl::ssl::{ClientHelloResponse, SslContext};
 
 use crate::admission::{self, Endpoint, ReviewError};
+use crate::live::cache::Cache;
 use crate::rules::{Outcome, RuleSet, Verdict};
 use crate::server::metrics::Metrics;
 use tls::CertPair;
@@ -42,6 +43,8 @@ pub struct State {
     stopping: AtomicBool,
     /// How long a request's body may take to arrive.
     body_timeout: Duration,
+    /// The live cluster's cache (`--cluster-aware`).
+    cache: Option<Arc<Cache>>,
 }
 
 impl State {
@@ -52,7 +55,15 @@ impl State {
             ready: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             body_timeout: DEFAULT_REQUEST_TIMEOUT,
+            cache: None,
         }
+    }
+
+    /// With the live cluster's cache: readiness waits for its first sync, and the rules that
+    /// need the cluster read it.
+    pub fn with_cache(mut self, cache: Arc<Cache>) -> State {
+        self.cache = Some(cache);
+        self
     }
 
     pub fn rules(&self) -> Arc<RuleSet> {
@@ -108,7 +119,12 @@ async fn healthz() -> HttpResponse {
 }
 
 async fn readyz(state: web::Data<State>) -> HttpResponse {
-    if state.ready.load(Ordering::Acquire) {
+    let cache_synced = state.cache.as_ref().is_none_or(|c| c.synced());
+    if state.ready.load(Ordering::Acquire) && !cache_synced {
+        HttpResponse::ServiceUnavailable()
+            .content_type("text/plain")
+            .body("not ready: the cluster cache has not synced yet")
+    } else if state.ready.load(Ordering::Acquire) {
         HttpResponse::Ok().content_type("text/plain").body("ok")
     } else {
         HttpResponse::ServiceUnavailable()
@@ -118,6 +134,9 @@ async fn readyz(state: web::Data<State>) -> HttpResponse {
 }
 
 async fn metrics(state: web::Data<State>) -> HttpResponse {
+    if let Some(c) = &state.cache {
+        state.metrics.cache(&c.stats());
+    }
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
         .body(state.metrics.encode())
@@ -181,16 +200,22 @@ async fn handle(
                 .body(reason);
         }
     };
+    let large = body.len() > INLINE_BODY_BYTES;
     let rules = state.rules();
-    let result = if body.len() > INLINE_BODY_BYTES {
-        match web::block(move || admission::review(&body, endpoint, &rules)).await {
+    let cache = state.cache.clone();
+    let run = move || match &cache {
+        Some(c) => c.with(|cluster| admission::review_in(&body, endpoint, &rules, cluster)),
+        None => admission::review(&body, endpoint, &rules),
+    };
+    let result = if large {
+        match web::block(run).await {
             Ok(r) => r,
             Err(e) => Err(ReviewError::Internal(format!(
                 "evaluation task failed: {e}"
             ))),
         }
     } else {
-        admission::review(&body, endpoint, &rules)
+        run()
     };
     answer(&state, endpoint, start, result)
 }
@@ -274,6 +299,14 @@ pub struct ServeOptions {
     pub shutdown_timeout: Duration,
     /// How long the head and the body of a request may take to arrive.
     pub request_timeout: Duration,
+    /// `--cluster-aware`: watch the live cluster and give the rules its cache.
+    pub cluster: Option<ClusterAware>,
+}
+
+/// How `--cluster-aware` reaches the cluster, and how long a failing watch is tolerated.
+pub struct ClusterAware {
+    pub connect: crate::live::Connect,
+    pub max_stale: Duration,
 }
 
 /// Watches the certificate pair and the rule file, and swaps in new versions that load; a
@@ -387,6 +420,15 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
 
     let mut state = State::new(opts.rules);
     state.body_timeout = opts.request_timeout;
+    if let Some(ca) = &opts.cluster {
+        let conn = crate::live::connect(&ca.connect)
+            .await
+            .map_err(|e| anyhow::anyhow!("--cluster-aware: {e}"))?;
+        tracing::info!(server = %conn.server, "cluster cache: listing and watching nodes, pods and namespaces");
+        let cache = Arc::new(Cache::new(ca.max_stale));
+        crate::live::cache::spawn(conn.client, cache.clone(), conn.page);
+        state = state.with_cache(cache);
+    }
     let state = web::Data::new(state);
     state
         .metrics

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
-use super::cluster::{Cluster, LabelSet};
+use super::cluster::{Cluster, LabelSet, Node};
 use crate::k8s::workload::PodTemplate;
 use inter_pod_affinity::InterPodAffinity;
 use node_affinity::NodeAffinity;
@@ -122,65 +122,43 @@ impl SetMatches {
     }
 }
 
-/// Every plugin's state for the incoming pod.
-pub struct PodState<'a> {
-    cluster: &'a Cluster,
+/// The filters that read only the pod's own directives and the node (NodeUnschedulable,
+/// NodeName, TaintToleration, NodeAffinity): cheap to set up, and enough to say whether a
+/// tightened selection still leaves the pod some node.
+pub struct NodeSide<'a> {
     unschedulable: NodeUnschedulable,
     node_name: NodeName<'a>,
     taints: TaintToleration<'a>,
     affinity: NodeAffinity,
-    ports: NodePorts,
-    fit: NodeResourcesFit,
-    spread: PodTopologySpread<'a>,
-    inter_pod: InterPodAffinity<'a>,
 }
 
-impl<'a> PodState<'a> {
-    /// PreFilter: `namespace` is the incoming pod's namespace.
-    pub fn new(cluster: &'a Cluster, pod: &'a PodTemplate, namespace: &str) -> PodState<'a> {
-        let labels = pod.template_meta().labels();
-        let spec = &pod.spec;
-        let taints = TaintToleration::new(spec.tolerations());
-        let affinity = NodeAffinity::new(spec);
-        let spread = PodTopologySpread::new(
-            cluster,
-            spec.spread_constraints(),
-            labels,
-            namespace,
-            &affinity,
-            &taints,
-        );
-        PodState {
-            cluster,
+impl<'a> NodeSide<'a> {
+    pub fn new(spec: &'a crate::k8s::model::PodSpec) -> NodeSide<'a> {
+        NodeSide {
             unschedulable: NodeUnschedulable::new(spec.tolerations()),
             node_name: NodeName::new(spec.node_name.as_deref()),
-            taints,
-            affinity,
-            ports: NodePorts::new(spec),
-            fit: NodeResourcesFit::new(spec),
-            spread,
-            inter_pod: InterPodAffinity::new(cluster, spec, labels, namespace),
+            taints: TaintToleration::new(spec.tolerations()),
+            affinity: NodeAffinity::new(spec),
         }
     }
 
-    /// Filter: every plugin's reasons for node `i`, in the scheduler's plugin order. Empty means
-    /// the pod fits. (The scheduler itself stops at the first failing plugin; the summary does too.)
-    pub fn filter(&self, i: usize) -> Vec<Reason> {
-        let node = &self.cluster.nodes[i];
-        // NodeAffinity's PreFilter result: other plugins never see the nodes it leaves out.
+    /// Adds the node-side reasons for `node`, in the scheduler's plugin order; `false` when
+    /// NodeAffinity's PreFilter already rules it out (no other plugin sees such a node).
+    fn filter(&self, node: &Node, out: &mut Vec<Reason>) -> bool {
         match self.affinity.candidates() {
             Some(names) if names.is_empty() => {
-                return vec![Reason {
+                out.push(Reason {
                     prefilter: true,
                     ..Reason::new(NODE_AFFINITY, REASON_NAMES_CONFLICT)
-                }]
+                });
+                return false;
             }
             Some(names) if !names.contains(&node.name) => {
-                return vec![Reason::new(NODE_AFFINITY, REASON_NOT_NAMED)]
+                out.push(Reason::new(NODE_AFFINITY, REASON_NOT_NAMED));
+                return false;
             }
             _ => {}
         }
-        let mut out = Vec::new();
         if let Some(r) = self.unschedulable.filter(node) {
             out.push(Reason::new(NODE_UNSCHEDULABLE, r));
         }
@@ -196,6 +174,106 @@ impl<'a> PodState<'a> {
         }
         if let Some(r) = self.affinity.filter(node) {
             out.push(Reason::new(NODE_AFFINITY, r));
+        }
+        true
+    }
+
+    fn fits(&self, node: &Node) -> bool {
+        if let Some(names) = self.affinity.candidates() {
+            if !names.contains(&node.name) {
+                return false;
+            }
+        }
+        self.unschedulable.filter(node).is_none()
+            && self.node_name.filter(node).is_none()
+            && self.taints.filter(node).is_none()
+            && self.affinity.matches(node)
+    }
+
+    /// The first node that passes, visiting only the nodes the label index says the
+    /// selection can match.
+    pub fn first_fit(&self, cluster: &Cluster) -> Option<usize> {
+        let fits = |i: usize| self.fits(&cluster.nodes[i]);
+        if let Some(names) = self.affinity.candidates() {
+            return names
+                .iter()
+                .filter_map(|n| cluster.node_index(n))
+                .find(|&i| fits(i));
+        }
+        if let Some(name) = self.node_name.name() {
+            return cluster.node_index(name).filter(|&i| fits(i));
+        }
+        match self.affinity.indexed_candidates(cluster) {
+            Some(c) => c.into_iter().map(|i| i as usize).find(|&i| fits(i)),
+            None => (0..cluster.nodes.len()).find(|&i| fits(i)),
+        }
+    }
+
+    /// Every node's node-side outcome.
+    pub fn evaluate(&self, cluster: &Cluster) -> Vec<NodeResult> {
+        cluster
+            .nodes
+            .iter()
+            .map(|node| {
+                let mut reasons = Vec::new();
+                self.filter(node, &mut reasons);
+                NodeResult {
+                    name: node.name.clone(),
+                    feasible: reasons.is_empty(),
+                    reasons,
+                }
+            })
+            .collect()
+    }
+
+    /// The selection's requirement that excludes the most nodes, with how many it excludes:
+    /// usually a misspelt or unserved label value.
+    pub fn most_missed(&self, cluster: &Cluster) -> Option<(String, usize)> {
+        self.affinity.most_missed(cluster)
+    }
+}
+
+/// Every plugin's state for the incoming pod.
+pub struct PodState<'a> {
+    cluster: &'a Cluster,
+    node_side: NodeSide<'a>,
+    ports: NodePorts,
+    fit: NodeResourcesFit,
+    spread: PodTopologySpread<'a>,
+    inter_pod: InterPodAffinity<'a>,
+}
+
+impl<'a> PodState<'a> {
+    /// PreFilter: `namespace` is the incoming pod's namespace.
+    pub fn new(cluster: &'a Cluster, pod: &'a PodTemplate, namespace: &str) -> PodState<'a> {
+        let labels = pod.template_meta().labels();
+        let spec = &pod.spec;
+        let node_side = NodeSide::new(spec);
+        let spread = PodTopologySpread::new(
+            cluster,
+            spec.spread_constraints(),
+            labels,
+            namespace,
+            &node_side.affinity,
+            &node_side.taints,
+        );
+        PodState {
+            cluster,
+            node_side,
+            ports: NodePorts::new(spec),
+            fit: NodeResourcesFit::new(spec),
+            spread,
+            inter_pod: InterPodAffinity::new(cluster, spec, labels, namespace),
+        }
+    }
+
+    /// Filter: every plugin's reasons for node `i`, in the scheduler's plugin order. Empty means
+    /// the pod fits. (The scheduler itself stops at the first failing plugin; the summary does too.)
+    pub fn filter(&self, i: usize) -> Vec<Reason> {
+        let node = &self.cluster.nodes[i];
+        let mut out = Vec::new();
+        if !self.node_side.filter(node, &mut out) {
+            return out;
         }
         let usage = &self.cluster.usage[i];
         if let Some(r) = self.ports.filter(usage) {

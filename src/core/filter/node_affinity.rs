@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::NodeSelectorTerm;
 
 use super::REASON_NODE_AFFINITY;
-use crate::core::cluster::Node;
-use crate::core::nodeselector::Term;
+use crate::core::cluster::{Cluster, Node};
+use crate::core::nodeselector::{Operator, Requirement, Source, Term};
 use crate::k8s::model::PodSpec;
 
 pub(super) struct NodeAffinity {
@@ -49,6 +49,80 @@ impl NodeAffinity {
     pub(super) fn filter(&self, node: &Node) -> Option<&'static str> {
         (!self.matches(node)).then_some(REASON_NODE_AFFINITY)
     }
+
+    /// A superset of the nodes that can match, from the label index; `None` when some part of
+    /// the selection cannot be looked up (NotIn, Exists, Gt, ... alone), so every node is one.
+    pub(super) fn indexed_candidates(&self, cluster: &Cluster) -> Option<Vec<u32>> {
+        // Every nodeSelector entry must hold: the smallest posting list covers them all.
+        if let Some(smallest) = self
+            .selector
+            .requirements
+            .iter()
+            .map(|r| postings(cluster, r))
+            .min_by_key(|p| p.as_ref().map_or(usize::MAX, Vec::len))
+        {
+            return smallest;
+        }
+        let terms = self.required.as_ref()?;
+        let mut out = Vec::new();
+        for t in terms.iter().flatten() {
+            // The smallest posting list among a term's lookups covers the term.
+            let best = t
+                .requirements
+                .iter()
+                .filter_map(|r| postings(cluster, r))
+                .min_by_key(Vec::len)?;
+            out.extend(best);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    }
+
+    /// The requirement (nodeSelector entry or required term's) that the most nodes fail.
+    pub(super) fn most_missed(&self, cluster: &Cluster) -> Option<(String, usize)> {
+        let reqs = self.selector.requirements.iter().chain(
+            self.required
+                .iter()
+                .flatten()
+                .flatten()
+                .flat_map(|t| t.requirements.iter()),
+        );
+        let mut best: Option<(String, usize)> = None;
+        for r in reqs {
+            let single = Term {
+                requirements: vec![r.clone()],
+            };
+            let missed = cluster
+                .nodes
+                .iter()
+                .filter(|n| !single.matches_node(&n.labels, &n.name))
+                .count();
+            if missed > best.as_ref().map_or(0, |b| b.1) {
+                let text = match (r.op, r.values.as_slice()) {
+                    (Operator::In, [v]) if r.source == Source::Label => format!("{}={v}", r.key),
+                    _ => r.to_string(),
+                };
+                best = Some((text, missed));
+            }
+        }
+        best
+    }
+}
+
+/// The nodes an `In` requirement on a label can match, from the index.
+fn postings(cluster: &Cluster, r: &Requirement) -> Option<Vec<u32>> {
+    if r.source != Source::Label || r.op != Operator::In {
+        return None;
+    }
+    let mut out: Vec<u32> = r
+        .values
+        .iter()
+        .flat_map(|v| cluster.nodes_with(&r.key, v).iter().copied())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    Some(out)
 }
 
 /// The union over the terms of the nodes each names through `metadata.name In` fields (their

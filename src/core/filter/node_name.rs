@@ -10,6 +10,10 @@ impl<'a> NodeName<'a> {
         NodeName(node_name.filter(|n| !n.is_empty()))
     }
 
+    pub(super) fn name(&self) -> Option<&'a str> {
+        self.0
+    }
+
     pub(super) fn filter(&self, node: &Node) -> Option<&'static str> {
         self.0
             .is_some_and(|n| n != node.name)

@@ -392,7 +392,7 @@ fn inter_pod_affinity_and_anti_affinity() {
 
     // Symmetry: an existing pod's anti-affinity keeps matching pods out of its zone.
     let mut guard = bound("other", &[("app", "guard")]);
-    guard.anti_affinity = vec![serde_json::from_value(term(
+    guard.usage.anti_affinity = vec![serde_json::from_value(term(
         json!({"app": "web"}),
         json!({"namespaceSelector": {}}),
     ))
@@ -987,5 +987,110 @@ fn node_ports() {
             vec![REASON_NODE_PORTS.to_string()]
         };
         assert_eq!(r, want, "{name}");
+    }
+}
+
+mod node_side {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn req() -> impl Strategy<Value = Value> {
+        let op = prop_oneof![
+            Just("In"),
+            Just("NotIn"),
+            Just("Exists"),
+            Just("DoesNotExist")
+        ];
+        (0..3u8, op, proptest::collection::vec(0..3u8, 1..3)).prop_map(|(k, op, vs)| {
+            let values: Vec<String> = vs.iter().map(|v| format!("v{v}")).collect();
+            match op {
+                "Exists" | "DoesNotExist" => json!({"key": format!("k{k}"), "operator": op}),
+                _ => json!({"key": format!("k{k}"), "operator": op, "values": values}),
+            }
+        })
+    }
+
+    fn spec() -> impl Strategy<Value = Value> {
+        (
+            proptest::collection::btree_map(0..3u8, 0..3u8, 0..2),
+            proptest::option::of(proptest::collection::vec(
+                proptest::collection::vec(req(), 0..3),
+                0..3,
+            )),
+            any::<bool>(),
+        )
+            .prop_map(|(sel, terms, tolerate)| {
+                let mut spec = json!({});
+                if !sel.is_empty() {
+                    let m: BTreeMap<String, String> = sel
+                        .iter()
+                        .map(|(k, v)| (format!("k{k}"), format!("v{v}")))
+                        .collect();
+                    spec["nodeSelector"] = json!(m);
+                }
+                if let Some(terms) = terms {
+                    let terms: Vec<Value> = terms
+                        .into_iter()
+                        .map(|t| json!({"matchExpressions": t}))
+                        .collect();
+                    spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
+                }
+                if tolerate {
+                    spec["tolerations"] = json!([{"key": "t", "operator": "Exists"}]);
+                }
+                spec
+            })
+    }
+
+    fn nodes() -> impl Strategy<Value = Vec<(BTreeMap<u8, u8>, bool, bool)>> {
+        proptest::collection::vec(
+            (
+                proptest::collection::btree_map(0..3u8, 0..3u8, 0..3),
+                any::<bool>(),
+                any::<bool>(),
+            ),
+            0..8,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The label index only narrows which nodes are visited: some node fits through it
+        /// exactly when some node fits by visiting every node.
+        #[test]
+        fn the_index_finds_a_fit_exactly_when_one_exists(ns in nodes(), spec in spec()) {
+            let list: Vec<Node> = ns
+                .iter()
+                .enumerate()
+                .map(|(i, (l, taint, cordon))| {
+                    let l: Vec<(String, String)> =
+                        l.iter().map(|(k, v)| (format!("k{k}"), format!("v{v}"))).collect();
+                    let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                    let mut n = node(&format!("n{i}"), &l);
+                    if *taint {
+                        n = tainted(n, "t", "x", "NoSchedule");
+                    }
+                    n.unschedulable = *cordon;
+                    n
+                })
+                .collect();
+            let c = Cluster::new(list, HashMap::new()).unwrap();
+            let p = pod(json!({}), spec);
+            let side = NodeSide::new(&p.spec);
+            let all = side.evaluate(&c);
+            let want = all.iter().any(|r| r.feasible);
+            let got = side.first_fit(&c);
+            prop_assert_eq!(got.is_some(), want);
+            if let Some(i) = got {
+                prop_assert!(all[i].feasible);
+            }
+            // The node-side verdicts are the full filter set's, minus what bound pods decide.
+            let full = evaluate(&c, &p, "default");
+            for (a, b) in all.iter().zip(&full) {
+                prop_assert_eq!(a.feasible, b.feasible);
+            }
+        }
     }
 }

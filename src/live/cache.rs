@@ -1,0 +1,306 @@
+//! Watch caches of Nodes, Pods and Namespaces for `serve --cluster-aware`, through kube's
+//! runtime watcher (initial paginated list, watch, re-list on `410 Gone`, backoff on errors).
+//! Each event is read into slim types (what the filters read, not whole objects) and folded
+//! into one [`Store`]; admission reads it under a shared lock.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::runtime::watcher::{self, Event as WatchEvent};
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Client};
+use serde::Deserialize;
+
+use crate::core::snapshot::{SlimMeta, SlimObject, SlimSpec, SlimStatus};
+use crate::core::store::{Event, Resource, Store};
+use crate::rules::ClusterState;
+
+/// Why the feasibility check was skipped, as counted in metrics.
+pub const NOT_SYNCED: &str = "not_synced";
+pub const STALE: &str = "stale";
+
+#[derive(Debug, Default)]
+struct Watch {
+    /// The first list has completed.
+    synced: bool,
+    /// Since when the watch has been failing (cleared by the next event or completed list).
+    failing_since: Option<Instant>,
+}
+
+/// The cache: the store, and the health of each resource's watch.
+pub struct Cache {
+    store: RwLock<Store>,
+    watches: [Mutex<Watch>; 3],
+    restarts: [AtomicU64; 3],
+    /// A watch failing for longer than this makes the cache untrusted.
+    max_stale: Duration,
+    started: Instant,
+}
+
+impl Cache {
+    pub fn new(max_stale: Duration) -> Cache {
+        Cache {
+            store: RwLock::new(Store::default()),
+            watches: Default::default(),
+            restarts: Default::default(),
+            max_stale,
+            started: Instant::now(),
+        }
+    }
+
+    fn watch(&self, r: Resource) -> std::sync::MutexGuard<'_, Watch> {
+        match self.watches[r as usize].lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Every resource has been listed once.
+    pub fn synced(&self) -> bool {
+        Resource::ALL.iter().all(|&r| self.watch(r).synced)
+    }
+
+    /// Why the cache cannot be trusted now, if it cannot.
+    pub fn unavailable(&self) -> Option<&'static str> {
+        let now = Instant::now();
+        let mut why = None;
+        for r in Resource::ALL {
+            let w = self.watch(r);
+            if !w.synced {
+                return Some(NOT_SYNCED);
+            }
+            if w.failing_since.is_some_and(|t| now - t > self.max_stale) {
+                why = Some(STALE);
+            }
+        }
+        why
+    }
+
+    /// Runs `f` with the cluster as admission may use it.
+    pub fn with<R>(&self, f: impl FnOnce(ClusterState) -> R) -> R {
+        if let Some(why) = self.unavailable() {
+            return f(ClusterState::Unavailable(why));
+        }
+        let store = match self.store.read() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        f(ClusterState::Ready(store.cluster()))
+    }
+
+    fn apply(&self, r: Resource, e: Event) {
+        let mut store = match self.store.write() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        store.apply(r, e);
+    }
+
+    /// What metrics show, per resource: (name, objects, watch restarts, cache age in seconds).
+    pub fn stats(&self) -> Vec<(&'static str, u64, u64, f64)> {
+        let store = match self.store.read() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        let now = Instant::now();
+        Resource::ALL
+            .iter()
+            .map(|&r| {
+                let w = self.watch(r);
+                // How long the cache has not been known to be current: 0 while the watch
+                // runs, since start before the first list, since the failure while failing.
+                let age = match (w.synced, w.failing_since) {
+                    (false, _) => now - self.started,
+                    (true, Some(t)) => now - t,
+                    (true, None) => Duration::ZERO,
+                };
+                (
+                    r.as_str(),
+                    store.len(r) as u64,
+                    self.restarts[r as usize].load(Ordering::Relaxed),
+                    age.as_secs_f64(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Starts one watcher per resource on the current runtime; they run until the runtime stops.
+pub fn spawn(client: Client, cache: Arc<Cache>, page: u32) {
+    let config = || watcher::Config::default().page_size(page);
+    let c = cache.clone();
+    tokio::spawn(run(
+        watcher::watcher(Api::<WatchedNode>::all(client.clone()), config()),
+        c,
+        Resource::Nodes,
+    ));
+    let c = cache.clone();
+    tokio::spawn(run(
+        watcher::watcher(Api::<WatchedNamespace>::all(client.clone()), config()),
+        c,
+        Resource::Namespaces,
+    ));
+    // As the scheduler's informer: finished pods take nothing, and leave the watch as deletes.
+    tokio::spawn(run(
+        watcher::watcher(
+            Api::<WatchedPod>::all(client),
+            config().fields("status.phase!=Succeeded,status.phase!=Failed"),
+        ),
+        cache,
+        Resource::Pods,
+    ));
+}
+
+async fn run<K: Into<SlimObject> + Send + 'static>(
+    stream: impl futures_util::Stream<Item = Result<WatchEvent<K>, watcher::Error>> + Send,
+    cache: Arc<Cache>,
+    r: Resource,
+) {
+    let mut stream = std::pin::pin!(stream.default_backoff());
+    let mut lists = 0u64;
+    while let Some(item) = stream.next().await {
+        let event = match item {
+            Ok(e) => e,
+            Err(e) => {
+                let mut w = cache.watch(r);
+                if w.failing_since.is_none() {
+                    w.failing_since = Some(Instant::now());
+                    tracing::warn!(resource = r.as_str(), error = %e, "cluster cache: watch failed; retrying with backoff");
+                }
+                continue;
+            }
+        };
+        let done = matches!(event, WatchEvent::InitDone);
+        match event {
+            WatchEvent::Init => {
+                lists += 1;
+                if lists > 1 {
+                    cache.restarts[r as usize].fetch_add(1, Ordering::Relaxed);
+                }
+                cache.apply(r, Event::Relist);
+            }
+            WatchEvent::InitApply(o) | WatchEvent::Apply(o) => {
+                cache.apply(r, Event::Apply(o.into()))
+            }
+            WatchEvent::Delete(o) => cache.apply(r, Event::Delete(o.into())),
+            WatchEvent::InitDone => cache.apply(r, Event::RelistDone),
+        }
+        let mut w = cache.watch(r);
+        if w.failing_since.take().is_some() {
+            tracing::info!(resource = r.as_str(), "cluster cache: watch recovered");
+        }
+        if done && !w.synced {
+            w.synced = true;
+            drop(w);
+            let objects = cache.stats();
+            tracing::info!(resource = r.as_str(), objects = ?objects, "cluster cache: listed");
+        }
+    }
+}
+
+/// ObjectMeta with only what the store and the watcher read (the resource version is what a
+/// re-watch resumes from); managedFields and annotations are skipped unread.
+fn slim_meta<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct M {
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        namespace: Option<String>,
+        #[serde(default)]
+        labels: Option<BTreeMap<String, String>>,
+        #[serde(default)]
+        resource_version: Option<String>,
+        #[serde(default)]
+        deletion_timestamp: Option<Time>,
+    }
+    let m = M::deserialize(d)?;
+    Ok(ObjectMeta {
+        name: m.name,
+        namespace: m.namespace,
+        labels: m.labels,
+        resource_version: m.resource_version,
+        deletion_timestamp: m.deletion_timestamp,
+        ..Default::default()
+    })
+}
+
+/// The watched kinds: what the store reads of each, as kube resources.
+macro_rules! watched {
+    ($name:ident, $kind:literal, $plural:literal, $scope:ty) => {
+        #[derive(Clone, Debug, Deserialize)]
+        pub struct $name {
+            #[serde(deserialize_with = "slim_meta")]
+            metadata: ObjectMeta,
+            #[serde(default)]
+            spec: Option<SlimSpec>,
+            #[serde(default)]
+            status: Option<SlimStatus>,
+        }
+
+        impl kube::Resource for $name {
+            type DynamicType = ();
+            type Scope = $scope;
+            fn kind(_: &()) -> Cow<'_, str> {
+                Cow::Borrowed($kind)
+            }
+            fn group(_: &()) -> Cow<'_, str> {
+                Cow::Borrowed("")
+            }
+            fn version(_: &()) -> Cow<'_, str> {
+                Cow::Borrowed("v1")
+            }
+            fn plural(_: &()) -> Cow<'_, str> {
+                Cow::Borrowed($plural)
+            }
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+
+        impl From<$name> for SlimObject {
+            fn from(o: $name) -> SlimObject {
+                let m = o.metadata;
+                SlimObject {
+                    kind: Some($kind.to_string()),
+                    metadata: SlimMeta {
+                        name: m.name,
+                        namespace: m.namespace,
+                        labels: m.labels,
+                        deletion_timestamp: m.deletion_timestamp.map(|_| serde::de::IgnoredAny),
+                    },
+                    spec: o.spec,
+                    status: o.status,
+                }
+            }
+        }
+    };
+}
+
+watched!(
+    WatchedNode,
+    "Node",
+    "nodes",
+    k8s_openapi::ClusterResourceScope
+);
+watched!(
+    WatchedPod,
+    "Pod",
+    "pods",
+    k8s_openapi::NamespaceResourceScope
+);
+watched!(
+    WatchedNamespace,
+    "Namespace",
+    "namespaces",
+    k8s_openapi::ClusterResourceScope
+);

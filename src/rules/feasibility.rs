@@ -1,0 +1,256 @@
+//! `feasibility`: say at once when an admitted object leaves a pod no node to run on, judged
+//! against the live cluster's cached nodes (and pods, on ungating) with the scheduler's own
+//! filters. Only `serve --cluster-aware` gives it a cluster; elsewhere it does nothing.
+//!
+//! - A gated pod's UPDATE that tightens its nodeSelector or required node affinity, or adds
+//!   tolerations (KEP-3838): the node-side filters; `action` decides warn or deny.
+//! - A pod UPDATE that removes the last scheduling gate: every filter, against the cached pods;
+//!   a warning that the pod will stay Pending.
+//! - Pod CREATE, and workload CREATE/UPDATE: the node-side filters on the pod (template); a
+//!   warning.
+//!
+//! Warn is the default: a cluster autoscaler adds nodes that match pending pods, so a pod no
+//! node fits today may well run in a few minutes.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Action, ClusterState, Finding, Input, ObjectKind, Operation, Phase, Request, Rule, RuleId,
+    RuleMeta, Verdict,
+};
+use crate::core::cluster::Cluster;
+use crate::core::filter::{self, NodeResult, NodeSide, TAINT_TOLERATION};
+use crate::k8s::fieldpath::{ErrorType, FieldError, FieldPath};
+use crate::k8s::semantic::{map_eq, SemEq};
+use crate::k8s::workload::{Kind, PodTemplate};
+
+pub const ID: RuleId = RuleId::new("feasibility");
+
+/// The rule file's `feasibility` section.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct Feasibility {
+    pub enabled: bool,
+    /// For a gated pod's tightening update; the other cases only ever warn.
+    pub action: Action,
+}
+
+impl Default for Feasibility {
+    fn default() -> Self {
+        Feasibility {
+            enabled: true,
+            action: Action::Warn,
+        }
+    }
+}
+
+pub struct FeasibilityRule;
+
+impl Rule for FeasibilityRule {
+    type Settings = Feasibility;
+    const META: &'static [RuleMeta] = &[RuleMeta {
+        id: ID,
+        summary: "Some node of the live cluster can still run the pod after this change (serve --cluster-aware, audit)",
+        help: "check the selection against the nodes' labels (`kubectl get nodes -L KEY`), the taints the pod must tolerate, and `placement-guard explain` for the reasons per node",
+        default_action: "warn",
+    }];
+
+    fn applies(s: &Feasibility, r: Request) -> bool {
+        s.enabled
+            && r.cluster_aware
+            && r.phase == Phase::Validate
+            && r.operation.writes()
+            && matches!(r.kind, ObjectKind::Template(k) if k != Kind::PodTemplate)
+    }
+
+    fn evaluate(s: &Feasibility, input: &Input, verdict: &mut Verdict) {
+        let Some((new, old)) = input.templates() else {
+            return;
+        };
+        let case = match (new.kind, input.operation, old) {
+            (Kind::Pod, Operation::Update, Some(old)) if old.spec.is_gated() => {
+                if !new.spec.is_gated() {
+                    Case::Ungated
+                } else {
+                    match tightened(old, new) {
+                        Some(path) => Case::Tightened(path),
+                        None => return,
+                    }
+                }
+            }
+            (Kind::Pod, Operation::Update, _) => return,
+            (_, Operation::Create | Operation::Update, _) => Case::Admitted,
+            _ => return,
+        };
+        let cluster = match input.context.cluster {
+            ClusterState::Ready(c) => c,
+            ClusterState::Unavailable(why) => {
+                verdict.unchecked.push((ID, why));
+                return;
+            }
+            ClusterState::Absent => return,
+        };
+        verdict.rules_run.push(ID);
+        let finding = match case {
+            Case::Ungated => ungated(cluster, new, input.namespace),
+            Case::Tightened(path) => node_side(cluster, new).map(|(summary, taints)| {
+                let path = if taints {
+                    new.spec_path().child("tolerations")
+                } else {
+                    path
+                };
+                (
+                    FieldError::forbidden(
+                        path,
+                        format!("after this update no node can run the pod: {summary}"),
+                    ),
+                    s.action,
+                )
+            }),
+            Case::Admitted => node_side(cluster, new).map(|(summary, _)| {
+                let what = if new.kind == Kind::Pod {
+                    "no node can run this pod now"
+                } else {
+                    "no node can run a pod of this template now"
+                };
+                (
+                    warning(new.spec_path(), format!("{what}: {summary}")),
+                    Action::Warn,
+                )
+            }),
+        };
+        if let Some((error, action)) = finding {
+            verdict.findings.push(Finding {
+                rule: ID,
+                action,
+                error,
+                hint: None,
+            });
+        }
+    }
+}
+
+enum Case {
+    /// The last gate goes: the pod meets the scheduler now.
+    Ungated,
+    /// A gated pod's selection or tolerations changed; the path of what changed.
+    Tightened(FieldPath),
+    /// A new pod, or a workload's template.
+    Admitted,
+}
+
+/// What changed of a gated pod's node-side directives, as the path a finding points at.
+fn tightened(old: &PodTemplate, new: &PodTemplate) -> Option<FieldPath> {
+    let (o, n) = (&old.spec, &new.spec);
+    let spec = new.spec_path();
+    if !map_eq(&o.node_selector, &n.node_selector) {
+        Some(spec.child("nodeSelector"))
+    } else if !o
+        .required_node_selector_terms()
+        .sem_eq(&n.required_node_selector_terms())
+    {
+        Some(
+            spec.child("affinity")
+                .child("nodeAffinity")
+                .child("requiredDuringSchedulingIgnoredDuringExecution"),
+        )
+    } else if !o.tolerations().sem_eq(n.tolerations()) {
+        Some(spec.child("tolerations"))
+    } else {
+        None
+    }
+}
+
+/// An Invalid value without the value: the finding is about what the cluster offers, not about
+/// one value of the object.
+fn warning(path: FieldPath, detail: String) -> FieldError {
+    FieldError {
+        kind: ErrorType::Invalid,
+        path,
+        value: None,
+        detail,
+    }
+}
+
+/// The node-side filters: `None` when some node passes, else the scheduler's summary with the
+/// selection's most-missed requirement and the untolerated taints, and whether taints rejected
+/// more nodes than the selection did.
+fn node_side(cluster: &Cluster, pod: &PodTemplate) -> Option<(String, bool)> {
+    let side = NodeSide::new(&pod.spec);
+    if side.first_fit(cluster).is_some() {
+        return None;
+    }
+    let results = side.evaluate(cluster);
+    let mut text = filter::summary(&results);
+    let first = |plugin: &str| {
+        results
+            .iter()
+            .filter(|r| r.reasons.first().is_some_and(|x| x.plugin == plugin))
+            .count()
+    };
+    let by_taint = first(TAINT_TOLERATION);
+    let by_selection = first(filter::NODE_AFFINITY);
+    if by_selection > 0 {
+        if let Some((req, n)) = side.most_missed(cluster) {
+            text.push_str(&format!(
+                " Most nodes lack {req} ({n}/{} nodes).",
+                cluster.nodes.len()
+            ));
+        }
+    }
+    if let Some(t) = taints(&results) {
+        text.push_str(&format!(" Untolerated: {t}."));
+    }
+    Some((text, by_taint > by_selection))
+}
+
+/// The untolerated taints behind the rejections, most frequent first (the scheduler only logs
+/// them; a user needs them to write the toleration).
+fn taints(results: &[NodeResult]) -> Option<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for d in results
+        .iter()
+        .flat_map(|r| &r.reasons)
+        .filter(|r| r.plugin == TAINT_TOLERATION)
+        .filter_map(|r| r.detail.as_deref())
+    {
+        match counts.iter_mut().find(|(t, _)| *t == d) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((d, 1)),
+        }
+    }
+    if counts.is_empty() {
+        return None;
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = counts
+        .iter()
+        .take(3)
+        .map(|(t, n)| format!("{t} on {n} node(s)"))
+        .collect();
+    Some(shown.join(", "))
+}
+
+/// The last gate removed: every filter, against the cached pods too.
+fn ungated(cluster: &Cluster, pod: &PodTemplate, ns: &str) -> Option<(FieldError, Action)> {
+    let results = filter::evaluate(cluster, pod, ns);
+    if results.iter().any(|r| r.feasible) {
+        return None;
+    }
+    let mut text = filter::summary(&results);
+    if let Some(t) = taints(&results) {
+        text.push_str(&format!(" Untolerated: {t}."));
+    }
+    Some((
+        warning(
+            pod.spec_path().child("schedulingGates"),
+            format!(
+                "the pod is ungated but no node can run it now, so it will stay Pending: {text}"
+            ),
+        ),
+        Action::Warn,
+    ))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::core::cluster::Node;
+use crate::core::snapshot::{node_of, SlimObject};
+use crate::k8s::workload::parse_value;
+use crate::rules::{evaluate, Context, Input, RuleSet, Subject, User};
+
+fn node(name: &str, labels: Value, spec: Value) -> Node {
+    let obj: SlimObject =
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "spec": spec}))
+            .unwrap();
+    node_of(obj)
+}
+
+/// Two general nodes in zones a and b, a GPU node tainted for GPU pods, a cordoned node.
+fn cluster() -> Cluster {
+    Cluster::new(
+        vec![
+            node("n1", json!({"zone": "a", "pool": "general"}), json!({})),
+            node("n2", json!({"zone": "b", "pool": "general"}), json!({})),
+            node(
+                "gpu1",
+                json!({"zone": "b", "pool": "gpu"}),
+                json!({"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),
+            ),
+            node(
+                "old1",
+                json!({"zone": "c", "pool": "general"}),
+                json!({"unschedulable": true}),
+            ),
+        ],
+        HashMap::new(),
+    )
+    .unwrap()
+}
+
+const GATES: &str = r#"[{"name": "kueue.x-k8s.io/admission"}]"#;
+
+fn pod(spec: Value) -> PodTemplate {
+    parse_value(
+        Kind::Pod,
+        &json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec}),
+    )
+    .unwrap()
+}
+
+fn gated(mut spec: Value) -> PodTemplate {
+    spec["schedulingGates"] = serde_json::from_str(GATES).unwrap();
+    pod(spec)
+}
+
+fn rules(action: &str) -> RuleSet {
+    RuleSet::from_yaml(
+        "r.yaml",
+        &format!("apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  feasibility:\n    action: {action}\n"),
+    )
+    .unwrap()
+}
+
+fn judge(
+    rules: &RuleSet,
+    cluster: ClusterState,
+    new: &PodTemplate,
+    old: Option<&PodTemplate>,
+) -> Verdict {
+    let input = Input {
+        phase: Phase::Validate,
+        operation: if old.is_some() {
+            Operation::Update
+        } else {
+            Operation::Create
+        },
+        namespace: "default",
+        user: User::default(),
+        object: Subject::Template(new),
+        old_object: old.map(Subject::Template),
+        context: Context {
+            cluster,
+            ..Context::default()
+        },
+    };
+    evaluate(&input, rules)
+}
+
+/// (findings as `action path: body`) of the feasibility rule alone.
+fn findings(v: &Verdict) -> Vec<String> {
+    v.findings
+        .iter()
+        .filter(|f| f.rule == ID)
+        .map(|f| format!("{:?} {}", f.action, f.error))
+        .collect()
+}
+
+#[test]
+fn cases() {
+    let c = cluster();
+    let ready = ClusterState::Ready(&c);
+    let warn = rules("warn");
+    let deny = rules("deny");
+    let deploy = |spec: Value| {
+        parse_value(
+            Kind::Deployment,
+            &json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": spec}}}),
+        )
+        .unwrap()
+    };
+    let cases: Vec<(&str, &RuleSet, PodTemplate, Option<PodTemplate>, Vec<&str>)> = vec![
+        (
+            "a gated pod tightened to a zone with no nodes is warned, with the label most nodes lack",
+            &warn,
+            gated(json!({"nodeSelector": {"zone": "z9"}})),
+            Some(gated(json!({}))),
+            vec!["Warn spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
+            "with action deny the same update is refused",
+            &deny,
+            gated(json!({"nodeSelector": {"zone": "z9"}})),
+            Some(gated(json!({}))),
+            vec!["Deny spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
+            "a tightening some node still satisfies passes silently",
+            &deny,
+            gated(json!({"nodeSelector": {"zone": "a"}})),
+            Some(gated(json!({}))),
+            vec![],
+        ),
+        (
+            "required node affinity into the GPU pool without the toleration points at the tolerations",
+            &deny,
+            gated(json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}, {"key": "zone", "operator": "In", "values": ["b"]}]}]}}}})),
+            Some(gated(json!({}))),
+            vec!["Deny spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=gpu (3/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
+            "adding the toleration makes the GPU node fit",
+            &deny,
+            gated(json!({"nodeSelector": {"pool": "gpu"}, "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]})),
+            Some(gated(json!({"nodeSelector": {"pool": "gpu"}}))),
+            vec![],
+        ),
+        (
+            "a gated pod whose update changes nothing the nodes decide is not judged",
+            &deny,
+            gated(json!({"nodeSelector": {"zone": "z9"}, "priority": 5})),
+            Some(gated(json!({"nodeSelector": {"zone": "z9"}}))),
+            vec![],
+        ),
+        (
+            "removing the last gate of a pod no node can run warns that it will stay Pending, even with deny",
+            &deny,
+            pod(json!({"nodeSelector": {"pool": "gpu"}})),
+            Some(gated(json!({"nodeSelector": {"pool": "gpu"}}))),
+            vec!["Warn spec.schedulingGates: Invalid value: the pod is ungated but no node can run it now, so it will stay Pending: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
+            "removing the last gate of a pod that fits says nothing",
+            &deny,
+            pod(json!({"nodeSelector": {"zone": "b"}})),
+            Some(gated(json!({"nodeSelector": {"zone": "b"}}))),
+            vec![],
+        ),
+        (
+            "an update of a running pod is not judged",
+            &deny,
+            pod(json!({"nodeName": "n1", "nodeSelector": {"zone": "z9"}})),
+            Some(pod(json!({"nodeName": "n1"}))),
+            vec![],
+        ),
+        (
+            "a new pod no node can run is warned",
+            &deny,
+            pod(json!({"nodeSelector": {"zone": "z9"}})),
+            None,
+            vec!["Warn spec: Invalid value: no node can run this pod now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
+            "a workload whose template tolerates nothing on tainted and cordoned nodes is warned",
+            &warn,
+            deploy(json!({"nodeSelector": {"pool": "gpu"}, "containers": []})),
+            None,
+            vec!["Warn spec.template.spec: Invalid value: no node can run a pod of this template now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=gpu (3/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
+            "a workload some node can run passes",
+            &warn,
+            deploy(json!({"containers": []})),
+            None,
+            vec![],
+        ),
+    ];
+    for (name, rules, new, old, want) in cases {
+        let v = judge(rules, ready, &new, old.as_ref());
+        assert_eq!(findings(&v), want, "{name}");
+    }
+}
+
+#[test]
+fn a_cache_that_cannot_be_trusted_never_denies_and_is_counted() {
+    let new = gated(json!({"nodeSelector": {"zone": "z9"}}));
+    let old = gated(json!({}));
+    let v = judge(
+        &rules("deny"),
+        ClusterState::Unavailable("not_synced"),
+        &new,
+        Some(&old),
+    );
+    assert!(v.allowed());
+    assert!(findings(&v).is_empty());
+    assert_eq!(v.unchecked, vec![(ID, "not_synced")]);
+    // Without a cluster at all (check, test, a server that is not cluster-aware) the rule does
+    // not apply.
+    let v = judge(&rules("deny"), ClusterState::Absent, &new, Some(&old));
+    assert!(!v.rules_run.contains(&ID) && v.unchecked.is_empty());
+}
+
+#[test]
+fn no_nodes_at_all_is_the_schedulers_own_message() {
+    let empty = Cluster::default();
+    let v = judge(
+        &rules("warn"),
+        ClusterState::Ready(&empty),
+        &pod(json!({})),
+        None,
+    );
+    assert_eq!(
+        findings(&v),
+        ["Warn spec: Invalid value: no node can run this pod now: no nodes available to schedule pods"]
+    );
+}
