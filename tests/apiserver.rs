@@ -6,57 +6,10 @@
 
 mod common;
 
-use base64::Engine;
 use serde_json::{json, Value};
 
-use common::kube::{with_apiserver, ApiServer};
-use common::{start, temp_dir, Server};
-
-/// The manifests' own pod webhook (its rules and CEL matchConditions), pointed at `server` by
-/// URL and limited to `namespace`.
-fn register_pod_webhook(api: &ApiServer, server: &Server, namespace: &str) {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/manifests/webhooks.yaml"
-    ))
-    .unwrap();
-    let cfg = placement_guard::k8s::manifest::parse(&text)
-        .unwrap()
-        .into_iter()
-        .map(|o| o.value)
-        .find(|v| v["kind"] == "ValidatingWebhookConfiguration")
-        .unwrap();
-    let mut hook = cfg["webhooks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["name"] == "pods.validate.placement-guard.io")
-        .unwrap()
-        .clone();
-    let ca = std::fs::read(&server.ca).unwrap();
-    hook["clientConfig"] = json!({
-        "url": format!("{}/validate", server.base),
-        "caBundle": base64::engine::general_purpose::STANDARD.encode(ca),
-    });
-    hook["namespaceSelector"] = json!({"matchLabels": {"kubernetes.io/metadata.name": namespace}});
-    let (code, body) = api.create(
-        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-        &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-                "metadata": {"name": "placement-guard-test"}, "webhooks": [hook]}),
-    );
-    assert_eq!(code, 201, "{body}");
-}
-
-fn namespace(api: &ApiServer, name: &str) {
-    let (code, body) = api.create("/api/v1/namespaces", &json!({"metadata": {"name": name}}));
-    assert_eq!(code, 201, "{body}");
-    // No controller-manager: a namespace gets no default ServiceAccount by itself.
-    let (code, body) = api.create(
-        &format!("/api/v1/namespaces/{name}/serviceaccounts"),
-        &json!({"metadata": {"name": "default"}}),
-    );
-    assert_eq!(code, 201, "{body}");
-}
+use common::kube::with_apiserver;
+use common::{start, temp_dir};
 
 /// KEP-3838's risk, closed: a queue manager's update that steers a gated pod into a forbidden
 /// pool is refused through the API, and the stored pod is unchanged; a tightening inside the
@@ -75,7 +28,7 @@ fn node_selection_refuses_tightening_into_a_forbidden_pool() {
     )
     .unwrap();
     let server = start(&["--rules", rules.to_str().unwrap()]);
-    namespace(&api, "team-a");
+    api.namespace("team-a");
     // Created before the policy's webhook, gated, with no selection yet.
     let pods = "/api/v1/namespaces/team-a/pods";
     let (code, body) = api.create(
@@ -85,7 +38,7 @@ fn node_selection_refuses_tightening_into_a_forbidden_pool() {
             "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}),
     );
     assert_eq!(code, 201, "{body}");
-    register_pod_webhook(&api, &server, "team-a");
+    api.register_webhooks(&server, "team-a", &["pods.validate.placement-guard.io"]);
 
     let pod = format!("{pods}/job-1");
     let into_gpu = json!({"spec": {"nodeSelector": {"pool": "gpu"}}});

@@ -41,33 +41,10 @@ fn created(api: &ApiServer, path: &str, obj: Value) {
     assert_eq!(code, 201, "{path}: {body}");
 }
 
-/// A node with a zone, 2 CPUs, 4 GiB and room for 110 pods. Status is written through the
-/// status subresource, as a kubelet does.
+/// A node with a zone, 2 CPUs, 4 GiB and room for 110 pods.
 fn node(api: &ApiServer, name: &str, zone: &str, taint: Option<Value>) {
-    let spec = json!({});
-    created(
-        api,
-        "/api/v1/nodes",
-        json!({"apiVersion": "v1", "kind": "Node",
-               "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
-               "spec": spec}),
-    );
-    let resources = json!({"cpu": "2", "memory": "4Gi", "pods": "110"});
-    let (code, body) = api.patch(
-        &format!("/api/v1/nodes/{name}/status"),
-        &json!({"status": {"capacity": resources, "allocatable": resources,
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready",
-                                "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
-    );
-    assert_eq!(code, 200, "{body}");
-    // The apiserver taints a new node not-ready; with no node lifecycle controller here, the
-    // test lifts it as that controller would for a Ready node.
-    let taints = taint.map(|t| json!([t])).unwrap_or(Value::Null);
-    let (code, body) = api.patch(
-        &format!("/api/v1/nodes/{name}"),
-        &json!({"spec": {"taints": taints}}),
-    );
-    assert_eq!(code, 200, "{body}");
+    let taints: Vec<Value> = taint.into_iter().collect();
+    api.node(name, &json!({"topology.kubernetes.io/zone": zone}), &taints);
 }
 
 fn pod(name: &str, cpu: &str, extra: Value) -> Value {

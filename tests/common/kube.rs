@@ -198,6 +198,18 @@ impl ApiServer {
 
     /// One request as the admin, through a real HTTPS client: (status, JSON body).
     pub fn curl(&self, method: &str, path: &str, body: Option<(&str, &Value)>) -> (u16, Value) {
+        let (code, v, _) = self.request(method, path, body);
+        (code, v)
+    }
+
+    /// [`ApiServer::curl`] with the answer's `Warning` headers (the text of each, as kubectl
+    /// prints it).
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<(&str, &Value)>,
+    ) -> (u16, Value, Vec<String>) {
         let api = self.url.clone();
         let ca = self.ca.clone();
         let method = awc::http::Method::from_bytes(method.as_bytes()).unwrap();
@@ -214,14 +226,116 @@ impl ApiServer {
             };
             match sent {
                 Ok(mut r) => {
+                    // `299 - "text"`: the text between the quotes, unescaped.
+                    let warnings = r
+                        .headers()
+                        .get_all("warning")
+                        .filter_map(|h| h.to_str().ok())
+                        .map(|h| {
+                            let t = h.splitn(3, ' ').nth(2).unwrap_or(h);
+                            t.trim_matches('"').replace("\\\"", "\"")
+                        })
+                        .collect();
                     let bytes = r.body().limit(64 << 20).await.unwrap_or_default();
                     let v = serde_json::from_slice(&bytes)
                         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
-                    (r.status().as_u16(), v)
+                    (r.status().as_u16(), v, warnings)
                 }
-                Err(e) => (0, Value::String(e.to_string())),
+                Err(e) => (0, Value::String(e.to_string()), Vec::new()),
             }
         })
+    }
+
+    /// A Ready node with these labels and taints, 2 CPUs, 4 GiB and room for 110 pods. Status
+    /// is written through the status subresource, as a kubelet does.
+    pub fn node(&self, name: &str, labels: &Value, taints: &[Value]) {
+        let mut labels = labels.clone();
+        labels["kubernetes.io/hostname"] = Value::String(name.into());
+        let (code, body) = self.create(
+            "/api/v1/nodes",
+            &serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}),
+        );
+        assert_eq!(code, 201, "{body}");
+        let resources = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "110"});
+        let (code, body) = self.patch(
+            &format!("/api/v1/nodes/{name}/status"),
+            &serde_json::json!({"status": {"capacity": resources, "allocatable": resources,
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ready",
+                                    "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+        );
+        assert_eq!(code, 200, "{body}");
+        // The apiserver taints a new node not-ready; with no node lifecycle controller here, the
+        // test lifts it as that controller would for a Ready node.
+        let taints = if taints.is_empty() {
+            Value::Null
+        } else {
+            Value::Array(taints.to_vec())
+        };
+        let (code, body) = self.patch(
+            &format!("/api/v1/nodes/{name}"),
+            &serde_json::json!({"spec": {"taints": taints}}),
+        );
+        assert_eq!(code, 200, "{body}");
+    }
+
+    /// A namespace with the `default` ServiceAccount that pods need (no controller-manager
+    /// here creates it).
+    pub fn namespace(&self, name: &str) {
+        let (code, body) = self.create(
+            "/api/v1/namespaces",
+            &serde_json::json!({"metadata": {"name": name}}),
+        );
+        assert_eq!(code, 201, "{body}");
+        let (code, body) = self.create(
+            &format!("/api/v1/namespaces/{name}/serviceaccounts"),
+            &serde_json::json!({"metadata": {"name": "default"}}),
+        );
+        assert_eq!(code, 201, "{body}");
+    }
+
+    /// The manifests' own validating webhooks of these names (their rules and CEL
+    /// matchConditions), pointed at `server` by URL and limited to `namespace`.
+    pub fn register_webhooks(&self, server: &super::Server, namespace: &str, names: &[&str]) {
+        use base64::Engine;
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/manifests/webhooks.yaml"
+        ))
+        .unwrap();
+        let cfg = placement_guard::k8s::manifest::parse(&text)
+            .unwrap()
+            .into_iter()
+            .map(|o| o.value)
+            .find(|v| v["kind"] == "ValidatingWebhookConfiguration")
+            .unwrap();
+        let ca = std::fs::read(&server.ca).unwrap();
+        let hooks: Vec<Value> = cfg["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| names.iter().any(|n| w["name"] == *n))
+            .map(|w| {
+                let mut hook = w.clone();
+                hook["clientConfig"] = serde_json::json!({
+                    "url": format!("{}/validate", server.base),
+                    "caBundle": base64::engine::general_purpose::STANDARD.encode(&ca),
+                });
+                hook["namespaceSelector"] =
+                    serde_json::json!({"matchLabels": {"kubernetes.io/metadata.name": namespace}});
+                hook
+            })
+            .collect();
+        assert_eq!(
+            hooks.len(),
+            names.len(),
+            "webhooks {names:?} in the manifests"
+        );
+        let (code, body) = self.create(
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            &serde_json::json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+                    "metadata": {"name": format!("placement-guard-{namespace}")}, "webhooks": hooks}),
+        );
+        assert_eq!(code, 201, "{body}");
     }
 
     pub fn create(&self, path: &str, object: &Value) -> (u16, Value) {

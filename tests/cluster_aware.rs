@@ -1,0 +1,329 @@
+//! `serve --cluster-aware` against a real kube-apiserver (and kube-scheduler) from
+//! ../shared/k8s: the server watches the cluster through the API, is registered as a real
+//! validating webhook, and a controller's requests get the warnings and denials through the API.
+
+// Test helpers fail loudly on broken fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use common::kube::{with_apiserver, ApiServer, ADMIN_TOKEN};
+use common::{client, fixture, start, temp_dir, Server};
+
+const NS: &str = "queue";
+const PODS: &str = "/api/v1/namespaces/queue/pods";
+
+fn rules(path: &std::path::Path, action: &str) {
+    std::fs::write(
+        path,
+        format!("apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  feasibility:\n    action: {action}\n"),
+    )
+    .unwrap();
+}
+
+fn get(server: &Server, path: &str) -> (u16, String) {
+    let url = format!("{}{path}", server.base);
+    let ca = server.ca.clone();
+    actix_rt::System::new().block_on(async move {
+        let mut r = client(&ca).get(url).send().await.unwrap();
+        let body = r.body().await.unwrap();
+        (
+            r.status().as_u16(),
+            String::from_utf8_lossy(&body).to_string(),
+        )
+    })
+}
+
+fn post(server: &Server, path: &str, body: Vec<u8>) -> (u16, Value) {
+    let url = format!("{}{path}", server.base);
+    let ca = server.ca.clone();
+    actix_rt::System::new().block_on(async move {
+        let mut r = client(&ca)
+            .post(url)
+            .content_type("application/json")
+            .send_body(body)
+            .await
+            .unwrap();
+        let body = r.body().await.unwrap();
+        (
+            r.status().as_u16(),
+            serde_json::from_slice(&body).unwrap_or(Value::Null),
+        )
+    })
+}
+
+fn gated(name: &str, spec: Value) -> Value {
+    let mut s = json!({"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+                       "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]});
+    for (k, v) in spec.as_object().unwrap() {
+        s[k] = v.clone();
+    }
+    json!({"metadata": {"name": name}, "spec": s})
+}
+
+/// Only this tool's feasibility warnings (the apiserver may add its own).
+fn feasibility(warnings: &[String]) -> Vec<&str> {
+    warnings
+        .iter()
+        .map(String::as_str)
+        .filter(|w| w.starts_with("feasibility: "))
+        .collect()
+}
+
+fn merge(api: &ApiServer, path: &str, patch: Value) -> (u16, Value, Vec<String>) {
+    api.request(
+        "PATCH",
+        path,
+        Some(("application/merge-patch+json", &patch)),
+    )
+}
+
+fn ungate(api: &ApiServer, name: &str) -> (u16, Value, Vec<String>) {
+    api.request(
+        "PATCH",
+        &format!("{PODS}/{name}"),
+        Some((
+            "application/json-patch+json",
+            &json!([{"op": "remove", "path": "/spec/schedulingGates"}]),
+        )),
+    )
+}
+
+fn until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !f() {
+        assert!(Instant::now() < deadline, "{what}: not within 60 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
+    let Some(mut api) = with_apiserver("feasibility_through_a_real_apiserver_with_a_watched_cache")
+    else {
+        return;
+    };
+    api.namespace(NS);
+    api.node("n1", &json!({"topology.kubernetes.io/zone": "a"}), &[]);
+    api.node("n2", &json!({"topology.kubernetes.io/zone": "b"}), &[]);
+    let dir = temp_dir("cluster-aware");
+    let rule_file = dir.join("rules.yaml");
+    rules(&rule_file, "warn");
+    let kubeconfig = api.kubeconfig(ADMIN_TOKEN, "default");
+    let server = start(&[
+        "--rules",
+        rule_file.to_str().unwrap(),
+        "--reload-interval",
+        "1",
+        "--cluster-aware",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ]);
+    until("/readyz after the cache's first sync", || {
+        get(&server, "/readyz").0 == 200
+    });
+    let (_, metrics) = get(&server, "/metrics");
+    assert!(
+        metrics.contains("placement_guard_cluster_cache_objects{resource=\"nodes\"} 2"),
+        "{metrics}"
+    );
+
+    for p in ["job-1", "job-2", "job-3"] {
+        let (code, body) = api.create(PODS, &gated(p, json!({})));
+        assert_eq!(code, 201, "{body}");
+    }
+    api.register_webhooks(
+        &server,
+        NS,
+        &[
+            "pods.validate.placement-guard.io",
+            "workloads.validate.placement-guard.io",
+        ],
+    );
+    let to_z9 = json!({"spec": {"nodeSelector": {"topology.kubernetes.io/zone": "z9"}}});
+    until("the webhook to warn on a dry run", || {
+        let (_, _, w) = merge(&api, &format!("{PODS}/job-1?dryRun=All"), to_z9.clone());
+        !feasibility(&w).is_empty()
+    });
+
+    // A queue manager tightens a gated pod to a zone with no nodes: warned, stored.
+    let (code, body, warnings) = merge(&api, &format!("{PODS}/job-1"), to_z9.clone());
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        feasibility(&warnings),
+        ["feasibility: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes)."]
+    );
+    assert_eq!(body["spec"]["nodeSelector"], to_z9["spec"]["nodeSelector"]);
+
+    // With action deny (the rule file is reloaded), the same tightening is refused and the
+    // stored pod is unchanged.
+    rules(&rule_file, "deny");
+    until("the deny rule file to be in force", || {
+        merge(&api, &format!("{PODS}/job-2?dryRun=All"), to_z9.clone()).0 == 403
+    });
+    let (code, body, _) = merge(&api, &format!("{PODS}/job-2"), to_z9.clone());
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"pods.validate.placement-guard.io\" denied the request: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes)."
+    );
+    let (_, stored) = api.curl("GET", &format!("{PODS}/job-2"), None);
+    assert_eq!(stored["spec"]["nodeSelector"], Value::Null);
+
+    // A node in that zone appears: the watch picks it up, and the same tightening of another
+    // pod passes silently.
+    api.node("n3", &json!({"topology.kubernetes.io/zone": "z9"}), &[]);
+    until("the new node in the cache", || {
+        merge(&api, &format!("{PODS}/job-3?dryRun=All"), to_z9.clone()).0 == 200
+    });
+    let (code, body, warnings) = merge(&api, &format!("{PODS}/job-3"), to_z9.clone());
+    assert_eq!(code, 200, "{body}");
+    assert!(feasibility(&warnings).is_empty(), "{warnings:?}");
+
+    // A new gated pod no node can run is warned at create (never denied).
+    let nowhere = json!({"nodeSelector": {"topology.kubernetes.io/zone": "nowhere"}});
+    let (code, body, warnings) = api.request(
+        "POST",
+        PODS,
+        Some(("application/json", &gated("stuck", nowhere.clone()))),
+    );
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        feasibility(&warnings),
+        ["feasibility: spec: Invalid value: no node can run this pod now: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=nowhere (3/3 nodes)."]
+    );
+    let (code, body) = api.create(
+        PODS,
+        &gated(
+            "runs",
+            json!({"nodeSelector": {"topology.kubernetes.io/zone": "a"}}),
+        ),
+    );
+    assert_eq!(code, 201, "{body}");
+
+    // Removing the last gate of the pod no node can run: the Pending warning (a warning even
+    // under deny); the other pod's ungating says nothing.
+    let (code, body, warnings) = ungate(&api, "stuck");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        feasibility(&warnings),
+        ["feasibility: spec.schedulingGates: Invalid value: the pod is ungated but no node can run it now, so it will stay Pending: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."]
+    );
+    for p in ["runs", "job-3"] {
+        let (code, body, warnings) = ungate(&api, p);
+        assert_eq!(code, 200, "{body}");
+        assert!(feasibility(&warnings).is_empty(), "{p}: {warnings:?}");
+    }
+
+    // kube-scheduler agrees: the warned pod stays Pending, the others are bound.
+    api.start_scheduler();
+    let bound = |p: &str| {
+        let (_, v) = api.curl("GET", &format!("{PODS}/{p}"), None);
+        v["spec"]["nodeName"].as_str().unwrap_or("").to_string()
+    };
+    until("the scheduler to bind the pods that fit", || {
+        bound("runs") == "n1" && bound("job-3") == "n3"
+    });
+    let (_, stuck) = api.curl("GET", &format!("{PODS}/stuck"), None);
+    assert_eq!(stuck["spec"]["nodeName"], Value::Null);
+    api.eventually("the scheduler to mark the pod unschedulable", || {
+        let (_, v) = api.curl("GET", &format!("{PODS}/stuck"), None);
+        v["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable")
+    });
+
+    // Every node tainted: a Deployment whose template tolerates nothing is warned at create.
+    for n in ["n1", "n2", "n3"] {
+        let (code, body) = api.patch(
+            &format!("/api/v1/nodes/{n}"),
+            &json!({"spec": {"taints": [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]}}),
+        );
+        assert_eq!(code, 200, "{body}");
+    }
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}});
+    let deployments = "/apis/apps/v1/namespaces/queue/deployments";
+    until("the taints in the cache", || {
+        let (_, _, w) = api.request(
+            "POST",
+            &format!("{deployments}?dryRun=All"),
+            Some(("application/json", &deploy)),
+        );
+        !feasibility(&w).is_empty()
+    });
+    let (code, body, warnings) =
+        api.request("POST", deployments, Some(("application/json", &deploy)));
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        feasibility(&warnings),
+        ["feasibility: spec.template.spec: Invalid value: no node can run a pod of this template now: 0/3 nodes are available: 3 node(s) had untolerated taint(s). Untolerated: dedicated=batch:NoSchedule on 3 node(s)."]
+    );
+    let (_, metrics) = get(&server, "/metrics");
+    for want in [
+        "placement_guard_cluster_cache_objects{resource=\"nodes\"} 3",
+        "placement_guard_cluster_cache_age_seconds{resource=\"pods\"} 0.0",
+        "placement_guard_admission_requests_total{endpoint=\"validate\",rule=\"feasibility\",verdict=\"denied\"}",
+    ] {
+        assert!(metrics.contains(want), "missing {want}\n{metrics}");
+    }
+    drop(server);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// A cache that cannot sync (the API server is unreachable) keeps /readyz at 503, and the
+/// check is skipped and counted: even under `action: deny`, nothing is denied.
+#[test]
+fn an_unsynced_cache_never_denies() {
+    let dir = temp_dir("cluster-aware-down");
+    let rule_file = dir.join("rules.yaml");
+    rules(&rule_file, "deny");
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:{port}\", insecure-skip-tls-verify: true}}\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n"),
+    )
+    .unwrap();
+    let server = start(&[
+        "--rules",
+        rule_file.to_str().unwrap(),
+        "--cluster-aware",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ]);
+    let (code, body) = get(&server, "/readyz");
+    assert_eq!(
+        (code, body.as_str()),
+        (503, "not ready: the cluster cache has not synced yet")
+    );
+    let (code, review) = post(
+        &server,
+        "/validate",
+        fixture("pod-update-add-nodeselector-gated.validate.json"),
+    );
+    assert_eq!(code, 200);
+    assert_eq!(review["response"]["allowed"], true, "{review}");
+    let (_, metrics) = get(&server, "/metrics");
+    assert!(
+        metrics.contains(
+            "placement_guard_rule_checks_skipped_total{rule=\"feasibility\",reason=\"not_synced\"} 1"
+        ),
+        "{metrics}"
+    );
+    drop(server);
+    std::fs::remove_dir_all(dir).ok();
+}
