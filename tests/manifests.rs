@@ -357,3 +357,99 @@ fn webhook_configuration_agrees_with_the_rules_applicability() {
     }
     assert!(sent > 20, "only {sent} recorded requests are sent");
 }
+
+/// The base install keeps no RBAC rights and no token; only the cluster-aware component adds
+/// the flag, read-only rights on exactly what the cache watches, and the token. Rendered with
+/// `kubectl kustomize` as a user would (skipped with a line when kubectl is missing).
+#[test]
+fn cluster_aware_component_adds_rights_and_token_only_there() {
+    let objs = all_objects();
+    for kind in ["Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"] {
+        assert!(
+            find(&objs, kind).is_empty(),
+            "the base install has a {kind}"
+        );
+    }
+    assert_eq!(
+        find(&objs, "ServiceAccount")[0]["automountServiceAccountToken"],
+        false
+    );
+    let deploy = find(&objs, "Deployment")[0];
+    assert_eq!(
+        deploy["spec"]["template"]["spec"]["automountServiceAccountToken"],
+        false
+    );
+
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let overlay = root.join("target/cluster-aware-overlay");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "resources: [../../manifests]\ncomponents: [../../manifests/cluster-aware]\n",
+    )
+    .unwrap();
+    let out = match std::process::Command::new("kubectl")
+        .args(["kustomize"])
+        .arg(&overlay)
+        .output()
+    {
+        Ok(o) => o,
+        Err(_) => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "skipping the kustomize render: no kubectl on PATH"
+            );
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rendered: Vec<Value> = manifest::parse(&text)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.value)
+        .collect();
+    let of =
+        |kind: &str| -> Vec<&Value> { rendered.iter().filter(|v| v["kind"] == kind).collect() };
+    let role = of("ClusterRole");
+    assert_eq!(role.len(), 1);
+    assert_eq!(
+        role[0]["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]}])
+    );
+    let binding = of("ClusterRoleBinding");
+    assert_eq!(binding[0]["roleRef"]["name"], role[0]["metadata"]["name"]);
+    assert_eq!(
+        binding[0]["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "placement-guard", "namespace": "placement-guard"}])
+    );
+    assert!(of("Role").is_empty() && of("RoleBinding").is_empty());
+    assert_eq!(
+        of("ServiceAccount")[0]["automountServiceAccountToken"],
+        true
+    );
+    let pod = &of("Deployment")[0]["spec"]["template"]["spec"];
+    assert_eq!(pod["automountServiceAccountToken"], true);
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(args.contains(&"--cluster-aware"), "{args:?}");
+    // The rendered arguments are ones the server takes.
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_placement-guard"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for a in &args[1..] {
+        let flag = a.split('=').next().unwrap();
+        assert!(help.contains(flag), "serve does not take {flag}");
+    }
+}

@@ -20,7 +20,8 @@ pub const RULE_YAML: &str = "yaml-syntax";
 pub const RULE_INVALID: &str = "invalid-object";
 pub const RULE_UNREADABLE: &str = "unreadable";
 /// `audit`: a pod, or a workload's pod template, that no node of the cluster can run now.
-pub const RULE_FEASIBILITY: &str = "feasibility";
+/// `audit`'s findings for Pending pods and templates no node can run: the `feasibility` rule's.
+pub const RULE_FEASIBILITY: &str = crate::rules::feasibility::ID.as_str();
 
 /// A workload a WorkloadSpread may target: (group, kind, namespace, name), pod spec, replicas.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::ci::check::{RULE_FEASIBILITY, RULE_INVALID, RULE_UNREADABLE, RULE_YAML};
+use crate::ci::check::{RULE_INVALID, RULE_UNREADABLE, RULE_YAML};
 use crate::k8s::manifest::Pos;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -197,14 +197,10 @@ pub fn json(r: &Report) -> String {
 }
 
 /// Diagnostics about the input rather than a rule: (id, summary).
-const INPUT_RULES: [(&str, &str); 4] = [
+const INPUT_RULES: [(&str, &str); 3] = [
     (RULE_YAML, "The file is not valid YAML"),
     (RULE_INVALID, "The object cannot be read as its kind"),
     (RULE_UNREADABLE, "The file cannot be read"),
-    (
-        RULE_FEASIBILITY,
-        "No node of the live cluster can run the pod now (kube-scheduler's filters; `audit`)",
-    ),
 ];
 
 /// `%SRCROOT%`: the directory relative paths are relative to.

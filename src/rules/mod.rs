@@ -170,7 +170,7 @@ impl RuleId {
         RuleId(id)
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         self.0
     }
 }
