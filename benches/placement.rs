@@ -131,6 +131,87 @@ fn bench(c: &mut Criterion) {
         b.iter(|| evaluate(&large, &p, "default"))
     });
     g.finish();
+    feasibility(c, &large);
+}
+
+/// The `feasibility` rule's whole evaluation (what `serve --cluster-aware` adds to a request),
+/// next to the same request without a cluster as the baseline.
+fn feasibility(c: &mut Criterion, large: &Cluster) {
+    use placement_guard::rules::{
+        evaluate as judge, ClusterState, Context, Input, Operation, Phase, RuleSet, Subject, User,
+    };
+    let gates = json!([{"name": "kueue.x-k8s.io/admission"}]);
+    let gated = |mut spec: Value| {
+        spec["schedulingGates"] = gates.clone();
+        pod(spec)
+    };
+    let old = gated(json!({}));
+    let zone = |z: &str| json!({"nodeSelector": {ZONE: z}});
+    let one_host = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": ZONE, "operator": "NotIn", "values": ["zone0", "zone1"]}, {"key": HOST, "operator": "In", "values": ["node4999"]}]}]}}}});
+    let not_in = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": ZONE, "operator": "NotIn", "values": ["zone0", "zone1"]}]}]}}}});
+    let cases = [
+        (
+            "tightened to a zone (fits)",
+            gated(zone("zone7")),
+            Some(&old),
+        ),
+        (
+            "tightened to one host by In (fits)",
+            gated(one_host),
+            Some(&old),
+        ),
+        (
+            "tightened by NotIn only (fits, no index)",
+            gated(not_in),
+            Some(&old),
+        ),
+        (
+            "tightened to a missing zone (no node: summary)",
+            gated(zone("zone-x")),
+            Some(&old),
+        ),
+        ("pod create (fits)", pod(zone("zone3")), None),
+        (
+            "ungated: full filter set (spread + anti-affinity)",
+            pod(json!({
+                "nodeSelector": {ZONE: "zone7"},
+                "topologySpreadConstraints": [spread(ZONE, "foo"), spread(HOST, "foo")],
+                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": exists("baz"), "topologyKey": HOST}]}}
+            })),
+            Some(&old),
+        ),
+    ];
+    let rules = RuleSet::default();
+    let mut g = c.benchmark_group("feasibility, 5000 nodes / 150000 pods");
+    for (name, new, old) in &cases {
+        for (state, label) in [
+            (ClusterState::Absent, "without cluster"),
+            (ClusterState::Ready(large), "cluster-aware"),
+        ] {
+            let input = Input {
+                phase: Phase::Validate,
+                operation: if old.is_some() {
+                    Operation::Update
+                } else {
+                    Operation::Create
+                },
+                namespace: "default",
+                user: User::default(),
+                object: Subject::Template(new),
+                old_object: old.map(Subject::Template),
+                context: Context {
+                    cluster: state,
+                    ..Context::default()
+                },
+            };
+            g.bench_function(format!("{name}, {label}"), |b| {
+                b.iter(|| judge(&input, &rules))
+            });
+        }
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bench);

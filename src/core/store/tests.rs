@@ -25,9 +25,12 @@ fn pod(name: &str, node: &str, app: &str, cpu: &str) -> SlimObject {
 
 /// Everything the filters read, by name rather than by index, so that two clusters built in
 /// different orders compare equal.
+/// Per node: labels, pod count, requested CPU, live label sets with their counts.
+type NodeCanon = (BTreeMap<String, String>, u32, i64, Vec<(LabelSet, u32)>);
+
 #[derive(Debug, PartialEq)]
 struct Canon {
-    nodes: BTreeMap<String, (BTreeMap<String, String>, u32, i64, Vec<(LabelSet, u32)>)>,
+    nodes: BTreeMap<String, NodeCanon>,
     anti: Vec<(String, LabelSet, String)>,
     namespaces: BTreeMap<String, BTreeMap<String, String>>,
 }

@@ -107,7 +107,14 @@ fn cases() {
         )
         .unwrap()
     };
-    let cases: Vec<(&str, &RuleSet, PodTemplate, Option<PodTemplate>, Vec<&str>)> = vec![
+    type Case<'a> = (
+        &'a str,
+        &'a RuleSet,
+        PodTemplate,
+        Option<PodTemplate>,
+        Vec<&'a str>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "a gated pod tightened to a zone with no nodes is warned, with the label most nodes lack",
             &warn,
