@@ -126,15 +126,10 @@ impl Cluster {
     }
 
     pub fn add_node(&mut self, node: Node) -> Result<usize, ClusterError> {
-        let i = self.nodes.len();
-        if self.node_index.insert(node.name.clone(), i).is_some() {
+        if self.node_index(&node.name).is_some() {
             return Err(ClusterError::DuplicateNode(node.name));
         }
-        self.index_labels(i, &node.labels, true);
-        self.nodes.push(node);
-        self.usage.push(NodeUsage::default());
-        self.groups_by_node.push(Vec::new());
-        Ok(i)
+        Ok(self.upsert_node(node))
     }
 
     /// Adds a node, or replaces what is known of a node of that name (labels, taints,
