@@ -14,14 +14,9 @@ use placement_guard::core::store::{Event, Resource, Store};
 use placement_guard::live::cache::{WatchedNode, WatchedPod};
 use serde_json::json;
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
-}
+#[path = "common/rss.rs"]
+mod rss;
+use rss::rss_kib;
 
 fn node(i: usize) -> Vec<u8> {
     serde_json::to_vec(&json!({

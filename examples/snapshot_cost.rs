@@ -7,14 +7,9 @@
 
 use std::time::Instant;
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
-}
+#[path = "common/rss.rs"]
+mod rss;
+use rss::rss_kib;
 
 fn main() {
     let path = std::env::args().nth(1).expect("usage: snapshot_cost DUMP");

@@ -155,11 +155,13 @@ impl Cluster {
         }
     }
 
-    /// Removes a node and what its pods took of it. The last node takes its index: returns
-    /// (the removed index, the index the moved node had), so that holders of [`Placed`] can
-    /// renumber. The pods that were bound to it are no longer placed.
-    pub fn remove_node(&mut self, name: &str) -> Option<(usize, usize)> {
-        let i = self.node_index.remove(name)?;
+    /// Removes a node and what its pods took of it; `false` when there is none of that name.
+    /// The last node takes its index, so holders of [`Placed`] look their node up again. The
+    /// pods that were bound to it are no longer placed.
+    pub fn remove_node(&mut self, name: &str) -> bool {
+        let Some(i) = self.node_index.remove(name) else {
+            return false;
+        };
         let last = self.nodes.len() - 1;
         let labels = std::mem::take(&mut self.nodes[i].labels);
         self.index_labels(i, &labels, false);
@@ -183,7 +185,7 @@ impl Cluster {
         self.nodes.swap_remove(i);
         self.usage.swap_remove(i);
         self.groups_by_node.swap_remove(i);
-        Some((i, last))
+        true
     }
 
     fn index_labels(&mut self, i: usize, labels: &BTreeMap<String, String>, add: bool) {

@@ -128,9 +128,7 @@ impl Store {
                     .filter(|n| !seen.contains(n.name.as_str()))
                     .map(|n| n.name.clone())
                     .collect();
-                for n in gone {
-                    self.delete_node(&n);
-                }
+                self.delete_nodes(&gone);
             }
             Resource::Pods => {
                 let gone: Vec<Box<str>> = self
@@ -167,22 +165,32 @@ impl Store {
     }
 
     fn delete_node(&mut self, name: &str) {
-        let Some((removed, moved)) = self.cluster.remove_node(name) else {
+        self.delete_nodes(&[name.to_string()]);
+    }
+
+    /// Removes nodes, then re-resolves every placement by its node's name in one pass (node
+    /// deletions are rare; a re-list may bring many at once): pods on a removed node wait for
+    /// it, the others follow their node to its new index.
+    fn delete_nodes(&mut self, names: &[String]) {
+        let mut removed = false;
+        for n in names {
+            removed |= self.cluster.remove_node(n);
+        }
+        if !removed {
             return;
-        };
-        // Node deletions are rare: one pass over the pods renumbers and un-places.
-        let mut orphans = Vec::new();
+        }
         for (k, e) in &mut self.pods {
             let Some(p) = &mut e.placed else { continue };
-            if p.node as usize == removed {
-                e.placed = None;
-                orphans.push(k.clone());
-            } else if p.node as usize == moved {
-                p.node = removed as u32;
+            match self.cluster.node_index(&e.node) {
+                Some(i) => p.node = i as u32,
+                None => {
+                    e.placed = None;
+                    self.waiting
+                        .entry(e.node.clone())
+                        .or_default()
+                        .push(k.clone());
+                }
             }
-        }
-        if !orphans.is_empty() {
-            self.waiting.insert(name.to_string(), orphans);
         }
     }
 
