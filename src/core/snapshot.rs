@@ -208,8 +208,7 @@ impl Builder {
 
     /// Adds one object; `kind` is used when the object does not say (items of a typed list).
     pub fn push(&mut self, obj: SlimObject, kind: Option<&str>) -> Result<(), String> {
-        let kind = obj.kind.as_deref().or(kind).unwrap_or("");
-        match kind {
+        match kind_of(&obj, kind)? {
             "Node" => {
                 self.cluster
                     .add_node(node_of(obj))
@@ -228,17 +227,14 @@ impl Builder {
                     return Ok(());
                 };
                 if self.cluster.node_index(&node).is_some() {
-                    self.cluster.add_pod(&node, pod).map_err(|e| e.to_string())?;
+                    self.cluster
+                        .add_pod(&node, pod)
+                        .map_err(|e| e.to_string())?;
                 } else {
                     self.pending.push((node, pod));
                 }
             }
-            "" => return Err("an object without kind".into()),
-            other => {
-                return Err(format!(
-                    "unsupported kind {other:?} in the cluster snapshot; expected Node, Pod or Namespace"
-                ))
-            }
+            _ => {}
         }
         Ok(())
     }
@@ -254,6 +250,41 @@ impl Builder {
             }
         }
         Ok((self.cluster, self.counts))
+    }
+}
+
+/// The kind of an object the snapshot takes (`kind` when the object does not say).
+fn kind_of<'a>(obj: &'a SlimObject, kind: Option<&'a str>) -> Result<&'a str, String> {
+    match obj.kind.as_deref().or(kind).unwrap_or("") {
+        k @ ("Node" | "Namespace" | "Pod") => Ok(k),
+        "" => Err("an object without kind".into()),
+        other => Err(format!(
+            "unsupported kind {other:?} in the cluster snapshot; expected Node, Pod or Namespace"
+        )),
+    }
+}
+
+/// Where objects go as they are read: the builder itself, or a batch read on a parser thread
+/// (checked as the builder would, so that errors keep their place in the text).
+trait Sink {
+    fn take(&mut self, obj: SlimObject, kind: Option<&str>) -> Result<(), String>;
+}
+
+impl Sink for Builder {
+    fn take(&mut self, obj: SlimObject, kind: Option<&str>) -> Result<(), String> {
+        self.push(obj, kind)
+    }
+}
+
+impl Sink for Vec<SlimObject> {
+    fn take(&mut self, mut obj: SlimObject, kind: Option<&str>) -> Result<(), String> {
+        if obj.kind.is_none() {
+            obj.kind = Some(kind_of(&obj, kind)?.to_string());
+        } else {
+            kind_of(&obj, kind)?;
+        }
+        self.push(obj);
+        Ok(())
     }
 }
 
@@ -291,16 +322,16 @@ impl<'de> Deserialize<'de> for Key {
 }
 
 /// One document: an object, or a `*List` whose items are pushed one by one as they are read.
-struct DocSeed<'b>(&'b mut Builder);
+struct DocSeed<'b, S>(&'b mut S);
 
-impl<'de> DeserializeSeed<'de> for DocSeed<'_> {
+impl<'de, S: Sink> DeserializeSeed<'de> for DocSeed<'_, S> {
     type Value = ();
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for DocSeed<'_> {
+impl<'de, S: Sink> Visitor<'de> for DocSeed<'_, S> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a Node, Pod, Namespace or a List of them")
@@ -336,25 +367,26 @@ impl<'de> Visitor<'de> for DocSeed<'_> {
         if is_list {
             return Ok(());
         }
-        self.0.push(obj, None).map_err(de::Error::custom)
+        self.0.take(obj, None).map_err(de::Error::custom)
     }
 }
 
 /// The items of a list, each pushed as it is read; `kind` is the kind of a typed list's items
 /// (they do not say), `None` for a `kind: List` of objects that do.
-struct Items<'a, 'b> {
+struct Items<'a, 'b, S> {
     kind: Option<&'a str>,
-    builder: &'b mut Builder,
+    builder: &'b mut S,
 }
 
-impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
+impl<'de, S: Sink> DeserializeSeed<'de> for Items<'_, '_, S> {
     type Value = ();
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
+        // `any`, so that an empty `items:` (YAML null) is an empty list in every format.
+        d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Items<'_, '_> {
+impl<'de, S: Sink> Visitor<'de> for Items<'_, '_, S> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self.kind {
@@ -370,7 +402,7 @@ impl<'de> Visitor<'de> for Items<'_, '_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(obj) = seq.next_element::<SlimObject>()? {
             self.builder
-                .push(obj, self.kind)
+                .take(obj, self.kind)
                 .map_err(de::Error::custom)?;
         }
         Ok(())
@@ -380,7 +412,7 @@ impl<'de> Visitor<'de> for Items<'_, '_> {
 thread_local! {
     /// The builder a [`Doc`] feeds: readers that only hand out owned documents (a YAML stream)
     /// cannot take a seed.
-    static SINK: RefCell<Option<Builder>> = const { RefCell::new(None) };
+    static SINK: RefCell<Option<Vec<SlimObject>>> = const { RefCell::new(None) };
 }
 
 /// A document read into the thread's [`SINK`].
@@ -427,9 +459,75 @@ pub fn read_dump<R: Read + Send>(input: R, lenient: bool) -> Result<(Cluster, Co
     b.finish().map_err(|e| e.to_string())
 }
 
-/// A YAML stream, document by document, through serde-saphyr's streaming reader. It hands out
-/// owned documents only, so the builder is reached through the thread's [`SINK`].
-fn read_yaml<R: Read>(mut r: R, b: &mut Builder) -> Result<(), String> {
+/// A YAML stream. serde-saphyr parses about 10 MB/s on one core, so the text is cut into
+/// pieces that parse on their own ([`YamlSplitter`]) and parsed on two threads; the objects are
+/// folded into the snapshot in the order of the text, so the result and the first error are
+/// those of a parse of the whole stream.
+fn read_yaml<R: BufRead + Send>(r: R, b: &mut Builder) -> Result<(), String> {
+    read_yaml_in(r, b, YAML_PIECE)
+}
+
+/// [`read_yaml`] with items cut into pieces of at least `piece` bytes.
+fn read_yaml_in<R: BufRead + Send>(r: R, b: &mut Builder, piece: usize) -> Result<(), String> {
+    let (piece_tx, piece_rx) = std::sync::mpsc::sync_channel::<(usize, YamlPiece)>(8);
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Parsed)>();
+    // Shared by the parser threads: the queue closes for the splitter once both have stopped.
+    let piece_rx = std::sync::Arc::new(std::sync::Mutex::new(piece_rx));
+    std::thread::scope(|scope| {
+        let splitter = scope.spawn(move || {
+            let mut seq = 0;
+            split_yaml(r, piece, &mut |p| {
+                seq += 1;
+                piece_tx.send((seq - 1, p)).is_ok()
+            })
+        });
+        for _ in 0..2 {
+            let rx = std::sync::Arc::clone(&piece_rx);
+            let tx = done_tx.clone();
+            scope.spawn(move || loop {
+                let next = match rx.lock() {
+                    Ok(q) => q.recv(),
+                    Err(_) => break,
+                };
+                let Ok((seq, piece)) = next else { break };
+                if tx.send((seq, piece.parse())).is_err() {
+                    break;
+                }
+            });
+        }
+        drop((piece_rx, done_tx));
+        let read = fold_in_order(done_rx, b);
+        let split = splitter
+            .join()
+            .unwrap_or_else(|_| Err("the YAML splitter failed".into()));
+        read.and(split)
+    })
+}
+
+/// Objects parsed from one piece, each with the line its item starts on.
+type Parsed = Result<Vec<(SlimObject, usize)>, String>;
+
+/// Pushes the pieces' objects in the order of the text; stops at the first error.
+fn fold_in_order(
+    done: std::sync::mpsc::Receiver<(usize, Parsed)>,
+    b: &mut Builder,
+) -> Result<(), String> {
+    let mut early = BTreeMap::new();
+    let mut next = 0;
+    for (seq, parsed) in done {
+        early.insert(seq, parsed);
+        while let Some(parsed) = early.remove(&next) {
+            next += 1;
+            for (obj, line) in parsed? {
+                b.push(obj, None)
+                    .map_err(|e| format!("{e} at line {line}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn yaml_options() -> serde_saphyr::Options {
     // A dump is as large as the cluster; alias expansion stays bounded by the defaults.
     let mut budget = serde_saphyr::Budget::default();
     budget.max_reader_input_bytes = None;
@@ -439,12 +537,218 @@ fn read_yaml<R: Read>(mut r: R, b: &mut Builder) -> Result<(), String> {
     budget.max_documents = usize::MAX;
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
-    SINK.with(|s| *s.borrow_mut() = Some(std::mem::take(b)));
-    let result = serde_saphyr::read_with_options::<_, Doc>(&mut r, options)
-        .try_for_each(|d| d.map(drop))
-        .map_err(|e| e.to_string());
-    *b = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
-    result
+    options
+}
+
+/// A part of a YAML stream that parses on its own: a document without the items cut out of it,
+/// or consecutive items of a document's top-level `items` (as `items:` and the items' lines).
+struct YamlPiece {
+    text: Vec<u8>,
+    /// The line of the text (in the whole stream) that the piece's first line stands for.
+    first_line: usize,
+    /// The lines the cut-out items start on; empty for a document.
+    starts: Vec<usize>,
+}
+
+impl YamlPiece {
+    fn parse(self) -> Parsed {
+        // An items piece begins with the `items:` line it was given.
+        let offset = self.first_line.saturating_sub(1);
+        let text = String::from_utf8(self.text).map_err(|e| {
+            let upto = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..upto].iter().filter(|&&c| c == b'\n').count();
+            format!("line {}: the YAML is not valid UTF-8", offset + line + 1)
+        })?;
+        SINK.with(|s| *s.borrow_mut() = Some(Vec::new()));
+        let r = serde_saphyr::from_multiple_with_options::<Doc>(&text, yaml_options());
+        let objs = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
+        r.map_err(|e| {
+            let mut o = serde_saphyr::RenderOptions::default();
+            o.line_offset = offset as u64;
+            e.render_with_options(o)
+        })?;
+        let doc_line = self.first_line.max(1);
+        Ok(objs
+            .into_iter()
+            .enumerate()
+            .map(|(i, o)| (o, self.starts.get(i).copied().unwrap_or(doc_line)))
+            .collect())
+    }
+}
+
+/// Text handed to a parser thread at once: big enough to amortize the hand-over, small enough
+/// that the two threads stay busy and little is held.
+const YAML_PIECE: usize = 32 << 10;
+
+/// Where the splitter is inside a document.
+#[derive(Clone, Copy, PartialEq)]
+enum YamlState {
+    Top,
+    /// After `items:` at column 0, before its first entry.
+    Head,
+    /// Inside the top-level `items`, whose entries (`- `) stand at this column.
+    Items(usize),
+}
+
+/// Cuts a YAML stream into pieces at documents (as `manifest::Cutter` does) and between the
+/// entries of a document's top-level block sequence `items`. An entry ends where a line at the
+/// entries' column starts the next one: nothing inside an entry (block scalars, multi-line
+/// flow or quoted scalars) may stand at that column. Blank and comment lines stay with the
+/// entry before them. A document with a directive or an anchor before its items, and items from
+/// the first anchor on, are not cut (an alias may refer to it); they parse as one piece.
+struct YamlSplitter {
+    cutter: crate::k8s::manifest::Cutter,
+    /// Items are cut once this many bytes of them are held.
+    piece: usize,
+    line: usize,
+    state: YamlState,
+    splittable: bool,
+    doc: Vec<u8>,
+    doc_line: usize,
+    items: Vec<u8>,
+    items_line: usize,
+    starts: Vec<usize>,
+}
+
+fn split_yaml<R: BufRead>(
+    mut r: R,
+    piece: usize,
+    sink: &mut impl FnMut(YamlPiece) -> bool,
+) -> Result<(), String> {
+    let mut sp = YamlSplitter {
+        cutter: Default::default(),
+        piece,
+        line: 0,
+        state: YamlState::Top,
+        splittable: true,
+        doc: Vec::new(),
+        doc_line: 1,
+        items: Vec::new(),
+        items_line: 0,
+        starts: Vec::new(),
+    };
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = r
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("line {}: {e}", sp.line + 1))?;
+        if n == 0 {
+            break;
+        }
+        if !sp.feed(&line, sink) {
+            return Ok(());
+        }
+    }
+    if sp.flush_items(sink) {
+        sp.flush_doc(sink);
+    }
+    Ok(())
+}
+
+/// Spaces before the line's content, and whether it is only blank or a comment.
+fn indent_of(line: &[u8]) -> (usize, bool) {
+    let k = line.iter().take_while(|&&c| c == b' ').count();
+    let blank = matches!(line.get(k), None | Some(b'\n' | b'\r' | b'#'));
+    (k, blank)
+}
+
+/// `- ...` or a lone `-`: a block sequence entry.
+fn is_entry(rest: &[u8]) -> bool {
+    rest.first() == Some(&b'-') && matches!(rest.get(1), None | Some(b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+impl YamlSplitter {
+    /// Takes one line (with its newline); `false` when the sink refused a piece.
+    fn feed(&mut self, line: &[u8], sink: &mut impl FnMut(YamlPiece) -> bool) -> bool {
+        self.line += 1;
+        // Only ASCII markers are looked for; a line that is not UTF-8 is no marker, and its
+        // piece reports it.
+        if self
+            .cutter
+            .cut_before(std::str::from_utf8(line).unwrap_or(""))
+        {
+            if !(self.flush_items(sink) && self.flush_doc(sink)) {
+                return false;
+            }
+            self.state = YamlState::Top;
+            self.splittable = true;
+        }
+        let (k, blank) = indent_of(line);
+        if let YamlState::Items(col) = self.state {
+            if blank || k > col || line.get(k) == Some(&b'\t') {
+                self.splittable &= !line.contains(&b'&');
+                self.items.extend_from_slice(line);
+                return true;
+            }
+            if k == col && is_entry(&line[k..]) {
+                if self.splittable && self.items.len() >= self.piece && !self.flush_items(sink) {
+                    return false;
+                }
+                self.add_item(line);
+                return true;
+            }
+            if !self.flush_items(sink) {
+                return false;
+            }
+            self.state = YamlState::Top;
+        }
+        if self.state == YamlState::Head && !blank {
+            if self.splittable && is_entry(&line[k..]) {
+                self.state = YamlState::Items(k);
+                self.add_item(line);
+                return true;
+            }
+            self.state = YamlState::Top;
+        }
+        if self.state == YamlState::Top && self.splittable {
+            if let Some(rest) = line.strip_prefix(b"items:") {
+                let (_, bare) = indent_of(rest.trim_ascii_start());
+                if bare {
+                    self.state = YamlState::Head;
+                }
+            }
+            self.splittable &= !line.contains(&b'&') && line.first() != Some(&b'%');
+        }
+        if self.doc.is_empty() {
+            self.doc_line = self.line;
+        }
+        self.doc.extend_from_slice(line);
+        true
+    }
+
+    fn add_item(&mut self, line: &[u8]) {
+        if self.items.is_empty() {
+            self.items.extend_from_slice(b"items:\n");
+            // The `items:` line stands for the line before the first item.
+            self.items_line = self.line - 1;
+        }
+        self.starts.push(self.line);
+        self.splittable &= !line.contains(&b'&');
+        self.items.extend_from_slice(line);
+    }
+
+    fn flush_items(&mut self, sink: &mut impl FnMut(YamlPiece) -> bool) -> bool {
+        if self.items.is_empty() {
+            return true;
+        }
+        sink(YamlPiece {
+            text: std::mem::take(&mut self.items),
+            first_line: self.items_line,
+            starts: std::mem::take(&mut self.starts),
+        })
+    }
+
+    fn flush_doc(&mut self, sink: &mut impl FnMut(YamlPiece) -> bool) -> bool {
+        if self.doc.is_empty() {
+            return true;
+        }
+        sink(YamlPiece {
+            text: std::mem::take(&mut self.doc),
+            first_line: self.doc_line,
+            starts: Vec::new(),
+        })
+    }
 }
 
 /// A JSON dump, split at the top level: each item of a document's `items` is cut out by

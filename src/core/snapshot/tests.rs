@@ -236,17 +236,21 @@ mod splitter_agrees_with_serde {
     use proptest::prelude::*;
 
     fn reference(text: &str) -> Result<(Cluster, Counts), String> {
-        SINK.with(|s| *s.borrow_mut() = Some(Builder::new(false)));
+        SINK.with(|s| *s.borrow_mut() = Some(Vec::new()));
         let r = serde_json::Deserializer::from_str(text)
             .into_iter::<Doc>()
             .try_for_each(|d| d.map(drop))
             .map_err(|e| e.to_string());
-        let b = SINK.with(|s| s.borrow_mut().take()).unwrap();
+        let objs = SINK.with(|s| s.borrow_mut().take()).unwrap();
         r?;
+        let mut b = Builder::new(false);
+        for o in objs {
+            b.push(o, None)?;
+        }
         b.finish().map_err(|e| e.to_string())
     }
 
-    fn summary(c: &Cluster, n: &Counts) -> String {
+    pub(super) fn summary(c: &Cluster, n: &Counts) -> String {
         let nodes: Vec<String> = c
             .nodes
             .iter()
@@ -299,5 +303,115 @@ mod splitter_agrees_with_serde {
                 (a, b) => prop_assert!(false, "splitter {:?} vs serde {:?}", a.map(|x| x.1), b.map(|x| x.1)),
             }
         }
+    }
+}
+
+/// The YAML splitter against serde-saphyr reading the whole text at once (the reference): the
+/// same snapshot, or an error in both, for lists whose items hold block scalars with entry-like
+/// lines, comments at column 0, multi-line flow collections, anchors and aliases, entries at
+/// column 0 or 2, several documents and end markers, cut at every entry.
+mod yaml_pieces_agree_with_one_parse {
+    use super::splitter_agrees_with_serde::summary;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(text: &str) -> Result<(Cluster, Counts), String> {
+        SINK.with(|s| *s.borrow_mut() = Some(Vec::new()));
+        let r = serde_saphyr::from_multiple_with_options::<Doc>(text, yaml_options());
+        let objs = SINK.with(|s| s.borrow_mut().take()).unwrap();
+        r.map_err(|e| e.to_string())?;
+        let mut b = Builder::new(false);
+        for o in objs {
+            b.push(o, None)?;
+        }
+        b.finish().map_err(|e| e.to_string())
+    }
+
+    fn ours(text: &str, piece: usize) -> Result<(Cluster, Counts), String> {
+        let mut b = Builder::new(false);
+        read_yaml_in(BufReader::with_capacity(7, text.as_bytes()), &mut b, piece)?;
+        b.finish().map_err(|e| e.to_string())
+    }
+
+    /// One item at column `p` (its entry's indentation), named `n`.
+    fn item(shape: u8, p: &str, n: usize, v: &str) -> String {
+        match shape % 8 {
+            0 => format!("{p}- kind: Node\n{p}  metadata:\n{p}    name: n{n}\n{p}    labels: {{zone: \"{v}\"}}\n"),
+            1 => format!(
+                "{p}- kind: Pod\n{p}  metadata:\n{p}    name: p{n}\n{p}    namespace: ns\n{p}    annotations:\n{p}      note: |\n{p}        - not an item\n{p}        items:\n\n{p}        # nor a comment\n{p}    labels: {{app: \"{v}\"}}\n{p}  spec: {{nodeName: n0}}\n"
+            ),
+            2 => format!("# a comment between items\n\n{p}- {{kind: Namespace, metadata: {{name: s{n}, labels: {{a: \"{v}\"}}}}}}\n"),
+            3 => format!("{p}- {{kind: Namespace,\n{p}   metadata: {{name: m{n},\n{p}     labels: {{b: \"{v}\"}}}}}}\n"),
+            4 => format!("{p}- kind: Node\n{p}  metadata:\n{p}    name: a{n}\n{p}    labels: &l{n} {{zone: \"{v}\"}}\n"),
+            5 => format!("{p}- kind: Node\n{p}  metadata: {{name: b{n}, labels: *l{}}}\n", n.saturating_sub(1)),
+            6 => format!("{p}-\n{p}  kind: Node\n{p}  metadata:\n{p}    name: c{n}\n{p}    labels:\n{p}      k: >-\n{p}        folded\n{p}        - text {v}\n"),
+            _ => format!("{p}- kind: Pod\n{p}  metadata: {{name: q{n}, namespace: ns, labels: {{v: \"{v}\"}}}}\n{p}  spec:\n{p}    nodeName: n0\n{p}    containers:\n{p}    - resources: {{requests: {{cpu: 100m}}}}\n"),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn same_snapshot(
+            docs in proptest::collection::vec((proptest::collection::vec(any::<u8>(), 0..8), any::<bool>(), 0u8..4), 1..4),
+            values in proptest::collection::vec("[a-z0-9 :#&*-]{0,6}", 1..4),
+            piece in prop_oneof![Just(1usize), Just(64), Just(1 << 20)],
+        ) {
+            let mut text = String::from("kind: Node\nmetadata: {name: n0}\n");
+            let mut n = 0;
+            for (shapes, indented, tail) in &docs {
+                text.push_str(match tail % 2 { 0 => "---\n", _ => "...\n---\n" });
+                text.push_str("apiVersion: v1\nkind: List\nitems:\n");
+                let p = if *indented { "  " } else { "" };
+                for s in shapes {
+                    n += 1;
+                    text.push_str(&item(*s, p, n, &values[n % values.len()]));
+                }
+                if tail / 2 == 1 {
+                    text.push_str("metadata:\n  resourceVersion: \"\"\n");
+                }
+            }
+            let theirs = reference(&text);
+            let ours = ours(&text, piece);
+            match (&ours, &theirs) {
+                (Ok((c1, n1)), Ok((c2, n2))) => prop_assert_eq!(summary(c1, n1), summary(c2, n2)),
+                (Err(_), Err(_)) => {}
+                _ => prop_assert!(false, "{text}\npieces {:?}\nwhole {:?}", ours.map(|x| x.1), theirs.map(|x| x.1)),
+            }
+        }
+    }
+
+    /// Errors name the line of the whole text, whichever piece they are found in.
+    #[test]
+    fn errors_keep_their_line() {
+        let mut text = String::from("apiVersion: v1\nkind: List\nitems:\n");
+        for i in 0..200 {
+            text.push_str(&format!("- kind: Node\n  metadata: {{name: n{i}}}\n"));
+        }
+        let good = text.clone();
+        let bad = text.lines().count() + 3;
+        text.push_str("- kind: Node\n  metadata:\n    labels: [1]\n");
+        for piece in [1, 64, 1 << 20] {
+            let err = ours(&text, piece).unwrap_err();
+            assert!(err.contains(&format!("line {bad} ")), "{piece}: {err}");
+        }
+        let kind = text.replace(
+            "- kind: Node\n  metadata:\n    labels: [1]\n",
+            "- kind: ConfigMap\n",
+        );
+        let line = kind.lines().count();
+        let err = ours(&kind, 1).unwrap_err();
+        assert!(
+            err.contains("unsupported kind \"ConfigMap\"") && err.contains(&format!("line {line}")),
+            "{err}"
+        );
+        let mut bytes = good.into_bytes();
+        bytes.extend_from_slice(b"- kind: Node\n  metadata: {name: \xff}\n");
+        let mut b = Builder::new(false);
+        let err = read_yaml_in(&bytes[..], &mut b, 1).unwrap_err();
+        assert_eq!(
+            err,
+            format!("line {}: the YAML is not valid UTF-8", bad - 1)
+        );
     }
 }
