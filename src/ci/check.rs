@@ -23,13 +23,12 @@ pub const RULE_UNREADABLE: &str = "unreadable";
 /// `audit`'s findings for Pending pods and templates no node can run: the `feasibility` rule's.
 pub const RULE_FEASIBILITY: &str = crate::rules::feasibility::ID.as_str();
 
-/// A workload a WorkloadSpread may target: (group, kind, namespace, name), pod spec, replicas.
-#[derive(Clone, Debug, PartialEq)]
+/// A workload a WorkloadSpread may target: (group, kind, namespace, name), the template's
+/// scheduling directives, replicas.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Workload {
     id: (String, String, String, String),
-    /// The template's scheduling directives as compact JSON: a stream of thousands of
-    /// workloads keeps a few hundred bytes each, read back only for a WorkloadSpread's target.
-    directives: Box<[u8]>,
+    directives: serde_json::Map<String, Value>,
     replicas: Option<i64>,
 }
 
@@ -46,19 +45,97 @@ const DIRECTIVES: [&str; 6] = [
 impl Workload {
     fn of(v: &Value) -> Option<Workload> {
         let spec = workload::workload_template(v)?.get("spec")?.as_object()?;
-        let kept: serde_json::Map<String, Value> = DIRECTIVES
-            .iter()
-            .filter_map(|k| spec.get(*k).map(|x| (k.to_string(), x.clone())))
-            .collect();
         Some(Workload {
             id: workload_id(v),
-            directives: serde_json::to_vec(&kept).ok()?.into_boxed_slice(),
+            directives: DIRECTIVES
+                .iter()
+                .filter_map(|k| spec.get(*k).map(|x| (k.to_string(), x.clone())))
+                .collect(),
             replicas: v["spec"]["replicas"].as_i64(),
         })
     }
 
-    fn spec(&self) -> Option<crate::k8s::model::PodSpec> {
-        serde_json::from_slice(&self.directives).ok()
+    fn spec(self) -> Option<crate::k8s::model::PodSpec> {
+        serde_json::from_value(Value::Object(self.directives)).ok()
+    }
+}
+
+/// Where the WorkloadSpread target index keeps its records (a temporary file for `check`).
+pub trait Spill {
+    /// Appends a record and returns where it starts.
+    fn put(&mut self, record: &[u8]) -> u64;
+    /// Reads back the `len` bytes at `at`.
+    fn get(&mut self, at: u64, len: u32) -> Result<Vec<u8>, String>;
+}
+
+impl Spill for Vec<u8> {
+    fn put(&mut self, record: &[u8]) -> u64 {
+        let at = self.len() as u64;
+        self.extend_from_slice(record);
+        at
+    }
+
+    fn get(&mut self, at: u64, len: u32) -> Result<Vec<u8>, String> {
+        let at = usize::try_from(at).map_err(|e| e.to_string())?;
+        self.as_slice()
+            .get(at..at + len as usize)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| "record out of range".into())
+    }
+}
+
+/// Every workload a WorkloadSpread may target, whichever file it comes from and in whichever
+/// order. Each is written to the spill as one compact record; only its id's hash and place are
+/// held, so a stream of any number of workloads keeps memory flat, and a WorkloadSpread's
+/// target is read back in [`Checker::finish`].
+struct Targets {
+    spill: Box<dyn Spill>,
+    /// (hash of the id, place, length), in the order the workloads were read.
+    index: Vec<(u64, u64, u32)>,
+    sorted: bool,
+}
+
+fn id_hash(id: &(String, String, String, String)) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
+impl Targets {
+    fn add(&mut self, w: Option<Workload>) {
+        let Some(w) = w else { return };
+        let Ok(record) = serde_json::to_vec(&w) else {
+            return;
+        };
+        let Ok(len) = u32::try_from(record.len()) else {
+            return;
+        };
+        let at = self.spill.put(&record);
+        self.index.push((id_hash(&w.id), at, len));
+        self.sorted = false;
+    }
+
+    /// The first workload read with this id.
+    fn find(&mut self, id: &(String, String, String, String)) -> Result<Option<Workload>, String> {
+        let h = id_hash(id);
+        // Sorted once: by hash, then by place, which keeps the reading order among equal ids.
+        if !self.sorted {
+            self.index.sort_unstable();
+            self.sorted = true;
+        }
+        let from = self.index.partition_point(|e| e.0 < h);
+        for &(eh, at, len) in &self.index[from..] {
+            if eh != h {
+                break;
+            }
+            let record = self.spill.get(at, len)?;
+            let w: Workload = serde_json::from_slice(&record).map_err(|e| e.to_string())?;
+            if &w.id == id {
+                return Ok(Some(w));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -79,11 +156,16 @@ pub struct Checker {
     /// WorkloadSpreads, judged by [`Checker::finish`] once every file is read (their targets
     /// may be in other files).
     spreads: Vec<(String, Object)>,
-    workloads: Vec<Workload>,
+    targets: Targets,
 }
 
 impl Checker {
     pub fn new(rules: &RuleSet) -> Checker {
+        Checker::with_spill(rules, Box::new(Vec::new()))
+    }
+
+    /// A checker whose WorkloadSpread target index is kept in `spill`.
+    pub fn with_spill(rules: &RuleSet, spill: Box<dyn Spill>) -> Checker {
         let mut rules = rules.clone();
         // `workloadSpread.enabled` says whether the webhook is registered for WorkloadSpreads;
         // manifests are always checked, with the configured action.
@@ -92,7 +174,11 @@ impl Checker {
             rules,
             report: Report::default(),
             spreads: Vec::new(),
-            workloads: Vec::new(),
+            targets: Targets {
+                spill,
+                index: Vec::new(),
+                sorted: true,
+            },
         }
     }
 
@@ -100,10 +186,11 @@ impl Checker {
     /// are not checked themselves.
     pub fn add_targets(&mut self, text: &str) -> Result<usize, String> {
         let objects = manifest::parse(text).map_err(|e| e.to_string())?;
-        let before = self.workloads.len();
-        self.workloads
-            .extend(objects.iter().filter_map(|o| Workload::of(&o.value)));
-        Ok(self.workloads.len() - before)
+        let before = self.targets.index.len();
+        for o in &objects {
+            self.targets.add(Workload::of(&o.value));
+        }
+        Ok(self.targets.index.len() - before)
     }
 
     /// Adds a file that could not be read at all.
@@ -195,7 +282,7 @@ impl Checker {
         }
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
             // OpenKruise's workloads are not judged, but may be a WorkloadSpread's target.
-            self.workloads.extend(Workload::of(v));
+            self.targets.add(Workload::of(v));
             self.report.skipped += 1;
             return;
         };
@@ -224,7 +311,7 @@ impl Checker {
         };
         if kind != Kind::Pod {
             // Kept for WorkloadSpreads found later (in any file).
-            self.workloads.extend(Workload::of(v));
+            self.targets.add(Workload::of(v));
         }
         let namespace = template.meta.namespace.clone().unwrap_or_default();
         let input = Input {
@@ -316,10 +403,22 @@ impl Checker {
                 }
                 first
             });
-            let found = id
-                .as_ref()
-                .and_then(|id| self.workloads.iter().find(|w| &w.id == id))
-                .and_then(|w| Some((w.spec()?, w.replicas)));
+            let found = match id.as_ref().map(|id| self.targets.find(id)) {
+                Some(Ok(w)) => w.and_then(|w| {
+                    let replicas = w.replicas;
+                    Some((w.spec()?, replicas))
+                }),
+                Some(Err(e)) => {
+                    self.report.diagnostics.push(Diagnostic::file_level(
+                        file,
+                        manifest::Pos { line: 1, column: 1 },
+                        RULE_UNREADABLE,
+                        format!("cannot read back the workloads kept for WorkloadSpreads: {e}"),
+                    ));
+                    continue;
+                }
+                None => None,
+            };
             let target = found.as_ref().map(|(spec, replicas)| Target {
                 spec,
                 replicas: *replicas,

@@ -190,6 +190,66 @@ pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
     c
 }
 
+/// `check`'s WorkloadSpread target index on disk: an unnamed temporary file (gone when the
+/// process ends). Records a write fails for are kept in memory instead, so a full disk costs
+/// memory, never a verdict.
+pub struct FileSpill {
+    file: Option<std::fs::File>,
+    len: u64,
+    /// Set by a failed write: what follows goes to memory.
+    full: bool,
+    memory: Vec<u8>,
+}
+
+/// Places at or above this are in memory.
+const IN_MEMORY: u64 = 1 << 62;
+
+impl FileSpill {
+    pub fn new() -> FileSpill {
+        FileSpill {
+            file: tempfile::tempfile().ok(),
+            len: 0,
+            full: false,
+            memory: Vec::new(),
+        }
+    }
+}
+
+impl Default for FileSpill {
+    fn default() -> FileSpill {
+        FileSpill::new()
+    }
+}
+
+impl crate::ci::check::Spill for FileSpill {
+    fn put(&mut self, record: &[u8]) -> u64 {
+        use std::os::unix::fs::FileExt;
+        if let Some(f) = self.file.as_ref().filter(|_| !self.full) {
+            // Positioned writes: a failed one leaves nothing that is read back.
+            if f.write_all_at(record, self.len).is_ok() {
+                self.len += record.len() as u64;
+                return self.len - record.len() as u64;
+            }
+            self.full = true;
+        }
+        IN_MEMORY + self.memory.put(record)
+    }
+
+    fn get(&mut self, at: u64, len: u32) -> Result<Vec<u8>, String> {
+        use std::os::unix::fs::FileExt;
+        if at >= IN_MEMORY {
+            return self.memory.get(at - IN_MEMORY, len);
+        }
+        let f = self
+            .file
+            .as_ref()
+            .ok_or("the temporary file is not available")?;
+        let mut buf = vec![0; len as usize];
+        f.read_exact_at(&mut buf, at).map_err(|e| e.to_string())?;
+        Ok(buf)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::decode;
@@ -212,5 +272,27 @@ mod tests {
             decode(vec![b'a', 0xFF]).unwrap_err(),
             "not UTF-8 text (byte 1)"
         );
+    }
+}
+
+#[cfg(test)]
+mod spill_tests {
+    use super::*;
+    use crate::ci::check::Spill;
+
+    /// Records come back as written, from the file and, once a write has failed, from memory.
+    #[test]
+    fn records_round_trip() {
+        let mut s = FileSpill::new();
+        assert!(s.file.is_some());
+        let a = s.put(b"first");
+        let b = s.put(b"second record");
+        s.full = true;
+        let c = s.put(b"kept in memory");
+        assert!(c >= IN_MEMORY && a < IN_MEMORY && b < IN_MEMORY);
+        assert_eq!(s.get(b, 13).unwrap(), b"second record");
+        assert_eq!(s.get(a, 5).unwrap(), b"first");
+        assert_eq!(s.get(c, 14).unwrap(), b"kept in memory");
+        assert!(s.get(c, 15).is_err());
     }
 }

@@ -575,7 +575,8 @@ fn run_check(run: CheckRun) -> ExitCode {
             run.paths.join(", ")
         ));
     }
-    let mut checker = Checker::new(run.rules);
+    let spill = Box::new(crate::cli::inputs::FileSpill::new());
+    let mut checker = Checker::with_spill(run.rules, spill);
     if let Some(c) = run.cluster {
         let text = match std::fs::read(c) {
             Ok(b) => match crate::cli::inputs::decode(b) {

@@ -286,3 +286,72 @@ fn streams_are_read_a_document_at_a_time() {
         .collect();
     assert_eq!(bad, vec![("f.yaml", "not UTF-8 text (line 7)")]);
 }
+
+/// A spill that counts what goes through it.
+struct Counting {
+    inner: Vec<u8>,
+    counts: std::rc::Rc<std::cell::Cell<(usize, usize)>>,
+}
+
+impl Spill for Counting {
+    fn put(&mut self, record: &[u8]) -> u64 {
+        let (p, g) = self.counts.get();
+        self.counts.set((p + 1, g));
+        self.inner.put(record)
+    }
+    fn get(&mut self, at: u64, len: u32) -> Result<Vec<u8>, String> {
+        let (p, g) = self.counts.get();
+        self.counts.set((p, g + 1));
+        self.inner.get(at, len)
+    }
+}
+
+/// Every workload goes to the spill and only a WorkloadSpread's target comes back from it;
+/// the target is found whether it comes before or after the WorkloadSpread, the first of two
+/// with one id wins, and a workload of another kind with the same name is not taken for it.
+#[test]
+fn workloadspread_targets_are_spilled_and_read_back_when_targeted() {
+    let spread = "apiVersion: apps.kruise.io/v1alpha1\nkind: WorkloadSpread\nmetadata: {name: s, namespace: default}\nspec:\n  targetRef: {apiVersion: apps/v1, kind: Deployment, name: d-5}\n  subsets:\n  - name: a\n    requiredNodeSelectorTerm:\n      matchExpressions: [{key: zone, operator: In, values: [z1]}]\n";
+    let workload = |kind: &str, name: &str, zone: &str| {
+        format!("apiVersion: apps/v1\nkind: {kind}\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  replicas: 3\n  selector: {{matchLabels: {{app: x}}}}\n  template:\n    metadata: {{labels: {{app: x}}}}\n    spec:\n      nodeSelector: {{zone: {zone}}}\n      containers: [{{name: c, image: i}}]\n")
+    };
+    let contradicts = |r: &Report| {
+        r.diagnostics
+            .iter()
+            .filter(|d| {
+                d.message
+                    .contains("contradicts the workload's own node selection")
+            })
+            .count()
+    };
+    for spread_first in [true, false] {
+        let mut docs: Vec<String> = vec![workload("StatefulSet", "d-5", "z2")];
+        docs.extend((0..20).map(|i| {
+            workload(
+                "Deployment",
+                &format!("d-{i}"),
+                if i == 5 { "z2" } else { "z1" },
+            )
+        }));
+        // A later Deployment of the same id is not the target.
+        docs.push(workload("Deployment", "d-5", "z1"));
+        if spread_first {
+            docs.insert(0, spread.to_string());
+        } else {
+            docs.push(spread.to_string());
+        }
+        let counts = std::rc::Rc::new(std::cell::Cell::new((0, 0)));
+        let spill = Counting {
+            inner: Vec::new(),
+            counts: counts.clone(),
+        };
+        let mut c = Checker::with_spill(&RuleSet::default(), Box::new(spill));
+        c.check_text("stream.yaml", &docs.join("---\n"));
+        let r = c.finish();
+        assert_eq!(contradicts(&r), 1, "{:#?}", r.diagnostics);
+        let (puts, gets) = counts.get();
+        assert_eq!(puts, 22);
+        // The candidates with the target's id hash: the Deployment d-5 read first.
+        assert_eq!(gets, 1);
+    }
+}
