@@ -467,8 +467,27 @@ fn read_yaml<R: BufRead + Send>(r: R, b: &mut Builder) -> Result<(), String> {
     read_yaml_in(r, b, YAML_PIECE)
 }
 
+/// The objects of a YAML stream read in one parse of the whole text, in order: the reference
+/// the piecewise reader is tested and fuzzed against.
+#[doc(hidden)]
+pub fn yaml_objects_whole(text: &str) -> Result<Vec<SlimObject>, String> {
+    SINK.with(|s| *s.borrow_mut() = Some(Vec::new()));
+    let r = serde_saphyr::from_multiple_with_options::<Doc>(text, yaml_options());
+    let objs = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
+    r.map_err(|e| e.to_string())?;
+    Ok(objs)
+}
+
+/// The same through the piecewise reader, with items cut into pieces of at least `piece` bytes.
+#[doc(hidden)]
+pub fn yaml_objects_pieces(bytes: &[u8], piece: usize) -> Result<Vec<SlimObject>, String> {
+    let mut objs = Vec::new();
+    read_yaml_in(bytes, &mut objs, piece)?;
+    Ok(objs)
+}
+
 /// [`read_yaml`] with items cut into pieces of at least `piece` bytes.
-fn read_yaml_in<R: BufRead + Send>(r: R, b: &mut Builder, piece: usize) -> Result<(), String> {
+fn read_yaml_in<R: BufRead + Send>(r: R, b: &mut impl Sink, piece: usize) -> Result<(), String> {
     let (piece_tx, piece_rx) = std::sync::mpsc::sync_channel::<(usize, YamlPiece)>(8);
     let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Parsed)>();
     // Shared by the parser threads: the queue closes for the splitter once both have stopped.
@@ -510,7 +529,7 @@ type Parsed = Result<Vec<(SlimObject, usize)>, String>;
 /// Pushes the pieces' objects in the order of the text; stops at the first error.
 fn fold_in_order(
     done: std::sync::mpsc::Receiver<(usize, Parsed)>,
-    b: &mut Builder,
+    b: &mut impl Sink,
 ) -> Result<(), String> {
     let mut early = BTreeMap::new();
     let mut next = 0;
@@ -519,7 +538,7 @@ fn fold_in_order(
         while let Some(parsed) = early.remove(&next) {
             next += 1;
             for (obj, line) in parsed? {
-                b.push(obj, None)
+                b.take(obj, None)
                     .map_err(|e| format!("{e} at line {line}"))?;
             }
         }

@@ -316,12 +316,8 @@ mod yaml_pieces_agree_with_one_parse {
     use proptest::prelude::*;
 
     fn reference(text: &str) -> Result<(Cluster, Counts), String> {
-        SINK.with(|s| *s.borrow_mut() = Some(Vec::new()));
-        let r = serde_saphyr::from_multiple_with_options::<Doc>(text, yaml_options());
-        let objs = SINK.with(|s| s.borrow_mut().take()).unwrap();
-        r.map_err(|e| e.to_string())?;
         let mut b = Builder::new(false);
-        for o in objs {
+        for o in yaml_objects_whole(text)? {
             b.push(o, None)?;
         }
         b.finish().map_err(|e| e.to_string())
@@ -371,6 +367,11 @@ mod yaml_pieces_agree_with_one_parse {
                     text.push_str("metadata:\n  resourceVersion: \"\"\n");
                 }
             }
+            // The objects themselves, in order, then the snapshots.
+            prop_assert_eq!(
+                format!("{:?}", yaml_objects_pieces(text.as_bytes(), piece).ok()),
+                format!("{:?}", yaml_objects_whole(&text).ok())
+            );
             let theirs = reference(&text);
             let ours = ours(&text, piece);
             match (&ours, &theirs) {
