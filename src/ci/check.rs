@@ -23,40 +23,38 @@ pub const RULE_UNREADABLE: &str = "unreadable";
 /// `audit`'s findings for Pending pods and templates no node can run: the `feasibility` rule's.
 pub const RULE_FEASIBILITY: &str = crate::rules::feasibility::ID.as_str();
 
-/// A workload a WorkloadSpread may target: (group, kind, namespace, name), the template's
-/// scheduling directives, replicas.
+/// A workload a WorkloadSpread may target: (group, kind, namespace, name), its pod template,
+/// the names of its volumeClaimTemplates, replicas.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Workload {
     id: (String, String, String, String),
-    directives: serde_json::Map<String, Value>,
+    template: Value,
+    claims: Vec<String>,
     replicas: Option<i64>,
 }
 
-/// The pod spec fields a WorkloadSpread's cross-checks read.
-const DIRECTIVES: [&str; 6] = [
-    "nodeName",
-    "nodeSelector",
-    "affinity",
-    "tolerations",
-    "schedulingGates",
-    "topologySpreadConstraints",
-];
-
 impl Workload {
     fn of(v: &Value) -> Option<Workload> {
-        let spec = workload::workload_template(v)?.get("spec")?.as_object()?;
+        let template = workload::workload_template(v)?;
+        template.get("spec")?.as_object()?;
+        let claims = v["spec"]["volumeClaimTemplates"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
         Some(Workload {
             id: workload_id(v),
-            directives: DIRECTIVES
-                .iter()
-                .filter_map(|k| spec.get(*k).map(|x| (k.to_string(), x.clone())))
-                .collect(),
+            template: template.clone(),
+            claims,
             replicas: v["spec"]["replicas"].as_i64(),
         })
     }
 
-    fn spec(self) -> Option<crate::k8s::model::PodSpec> {
-        serde_json::from_value(Value::Object(self.directives)).ok()
+    fn spec(&self) -> Option<crate::k8s::model::PodSpec> {
+        serde_json::from_value(self.template["spec"].clone()).ok()
     }
 }
 
@@ -404,10 +402,7 @@ impl Checker {
                 first
             });
             let found = match id.as_ref().map(|id| self.targets.find(id)) {
-                Some(Ok(w)) => w.and_then(|w| {
-                    let replicas = w.replicas;
-                    Some((w.spec()?, replicas))
-                }),
+                Some(Ok(w)) => w.and_then(|w| Some((w.spec()?, w))),
                 Some(Err(e)) => {
                     self.report.diagnostics.push(Diagnostic::file_level(
                         file,
@@ -419,9 +414,11 @@ impl Checker {
                 }
                 None => None,
             };
-            let target = found.as_ref().map(|(spec, replicas)| Target {
+            let target = found.as_ref().map(|(spec, w)| Target {
                 spec,
-                replicas: *replicas,
+                replicas: w.replicas,
+                template: Some(&w.template),
+                claims: &w.claims,
             });
             let input = Input {
                 phase: Phase::Validate,

@@ -582,8 +582,10 @@ impl YamlPiece {
         let r = serde_saphyr::from_multiple_with_options::<Doc>(&text, yaml_options());
         let objs = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
         r.map_err(|e| {
+            // One line, as the other readers' errors: the message and its place in the file.
             let mut o = serde_saphyr::RenderOptions::default();
             o.line_offset = offset as u64;
+            o.snippets = serde_saphyr::SnippetMode::Off;
             e.render_with_options(o)
         })?;
         let doc_line = self.first_line.max(1);

@@ -150,6 +150,7 @@ pub enum ErrorType {
     Duplicate,
     NotSupported,
     Forbidden,
+    NotFound,
 }
 
 impl ErrorType {
@@ -160,6 +161,7 @@ impl ErrorType {
             ErrorType::Duplicate => "Duplicate value",
             ErrorType::NotSupported => "Unsupported value",
             ErrorType::Forbidden => "Forbidden",
+            ErrorType::NotFound => "Not found",
         }
     }
 
@@ -171,6 +173,7 @@ impl ErrorType {
             ErrorType::Duplicate => "FieldValueDuplicate",
             ErrorType::NotSupported => "FieldValueNotSupported",
             ErrorType::Forbidden => "FieldValueForbidden",
+            ErrorType::NotFound => "FieldValueNotFound",
         }
     }
 }
@@ -222,6 +225,16 @@ impl FieldError {
         }
     }
 
+    /// A reference to something that does not exist (a volume mount's volume).
+    pub fn not_found(path: FieldPath, value: Value) -> Self {
+        Self {
+            kind: ErrorType::NotFound,
+            path,
+            value: Some(value),
+            detail: String::new(),
+        }
+    }
+
     pub fn forbidden(path: FieldPath, detail: impl Into<String>) -> Self {
         Self {
             kind: ErrorType::Forbidden,
@@ -234,8 +247,13 @@ impl FieldError {
     /// Everything after `path: `, as `field.Error.ErrorBody` renders it.
     pub fn body(&self) -> String {
         let mut s = self.kind.label().to_string();
-        if let (Some(v), ErrorType::Invalid | ErrorType::Duplicate | ErrorType::NotSupported) =
-            (&self.value, self.kind)
+        if let (
+            Some(v),
+            ErrorType::Invalid
+            | ErrorType::Duplicate
+            | ErrorType::NotSupported
+            | ErrorType::NotFound,
+        ) = (&self.value, self.kind)
         {
             s.push_str(": ");
             s.push_str(&render_value(v));

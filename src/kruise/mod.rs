@@ -1,3 +1,4 @@
 //! OpenKruise's placement objects, as Kruise's webhooks validate and distribute them.
 
+pub mod podspec;
 pub mod workloadspread;

@@ -602,6 +602,10 @@ pub fn subset_terms(ws: &WorkloadSpread) -> Vec<(&str, Option<Option<Term>>)> {
 pub struct Target<'a> {
     pub spec: &'a PodSpec,
     pub replicas: Option<i64>,
+    /// The whole pod template (`metadata` and `spec`) and the names of the workload's
+    /// volumeClaimTemplates, for the subsets' patches; `None` when only the spec is known.
+    pub template: Option<&'a Value>,
+    pub claims: &'a [String],
 }
 
 /// Checks the subsets against the workload they inject into.
@@ -658,6 +662,9 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
             }
         }
     }
+    if let Some(t) = target.template {
+        out.extend(validate_patches(ws, t, target.claims));
+    }
     let caps: Vec<Option<Cap>> = ws.subsets.iter().map(cap_of).collect();
     if let Some(replicas) = target.replicas {
         if !caps.is_empty() && caps.iter().all(Option::is_some) {
@@ -670,6 +677,58 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
                 )));
             }
         }
+    }
+    out
+}
+
+/// Kruise's check of the subsets' patches (`validateWorkloadSpreadSubsets`): each patch is
+/// applied by strategic merge to the target's pod template, to which every volumeClaimTemplate
+/// adds a volume of its name (as CloneSet and StatefulSet pods get), and the result must be a
+/// valid pod spec. As in Kruise, the whole spec is judged, so a template whose mount has no
+/// volume is refused under every patched subset, and errors are reported under
+/// `spec.subsets[i].patch` with paths relative to the pod spec.
+pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]) -> Vec<Problem> {
+    let mut base = template.clone();
+    if !base["spec"].is_object() {
+        base["spec"] = json!({});
+    }
+    if !claims.is_empty() {
+        let mut volumes = base["spec"]["volumes"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        volumes.extend(
+            claims
+                .iter()
+                .map(|c| json!({"name": c, "persistentVolumeClaim": {"claimName": c}})),
+        );
+        base["spec"]["volumes"] = Value::Array(volumes);
+    }
+    let mut out = Vec::new();
+    for (i, sub) in ws.subsets.iter().enumerate() {
+        let Some(patch) = &sub.patch else { continue };
+        let mut pod = base.clone();
+        strategic_merge(&mut pod, patch, "", &mut Vec::new());
+        let path = FieldPath::new("spec.subsets").index(i).child("patch");
+        // Go's decoder reports a value of the wrong type and goes on with the rest; a missing
+        // field is its zero value, which the validation judges.
+        if let Err(e) =
+            serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(pod["spec"].clone())
+        {
+            let e = e.to_string();
+            if !e.starts_with("missing field") {
+                out.push(err(FieldError::invalid(
+                    path.clone(),
+                    json!(patch.to_string()),
+                    format!("failed to unmarshal: {e}"),
+                )));
+            }
+        }
+        out.extend(
+            crate::kruise::podspec::validate_pod_spec(&pod["spec"], &path)
+                .into_iter()
+                .map(err),
+        );
     }
     out
 }

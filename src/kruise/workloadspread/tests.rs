@@ -251,6 +251,8 @@ fn cross(v: &Value, spec: Value, replicas: Option<i64>) -> Vec<String> {
         &Target {
             spec: &spec,
             replicas,
+            template: None,
+            claims: &[],
         },
     )
     .iter()
@@ -539,4 +541,84 @@ fn target_filters_select_pods_and_count_replicas() {
         shares(&distribute(&typed(&v), false, 10, 4)),
         (vec![2, 8], 0)
     );
+}
+
+/// Kruise's Test_validateWorkloadSpreadSubsets (pkg/webhook/workloadspread/validating): a
+/// CloneSet or StatefulSet whose container mounts its volumeClaimTemplate is fine; with the
+/// claim renamed the mount has no volume, and the subset's patch (which only adds an
+/// annotation) is refused for the whole patched spec. Beyond Kruise's table: a patch that
+/// breaks the template, one that repairs it, and a value of the wrong type.
+#[test]
+fn patches_are_validated_against_the_patched_template() {
+    let template = json!({"metadata": {"labels": {"app": "test"}}, "spec": {"containers": [
+        {"name": "main", "image": "img:latest", "volumeMounts": [{"name": "vol-1--0", "mountPath": "/logs", "subPath": "logs"}]}]}});
+    let spread = |patch: Value| {
+        typed(&ws(
+            "v1alpha1",
+            json!([{"name": "test", "patch": patch}]),
+            json!({}),
+        ))
+    };
+    let annotation = json!({"metadata": {"annotations": {"some-key": "some-value"}}});
+    let run = |patch: Value, claims: &[&str]| -> Vec<String> {
+        let claims: Vec<String> = claims.iter().map(|c| c.to_string()).collect();
+        let spec: PodSpec = serde_json::from_value(template["spec"].clone()).unwrap();
+        cross_check(
+            &spread(patch),
+            &Target {
+                spec: &spec,
+                replicas: Some(6),
+                template: Some(&template),
+                claims: &claims,
+            },
+        )
+        .iter()
+        .map(|p| format!("{:?} {}", p.level, p.error))
+        .collect()
+    };
+    let cases: Vec<(&str, Value, &[&str], Vec<&str>)> = vec![
+        (
+            "good cloneset / good sts",
+            annotation.clone(),
+            &["vol-1--0"],
+            vec![],
+        ),
+        (
+            "bad cloneset / bad sts",
+            annotation.clone(),
+            &["bad-boy"],
+            vec![
+                r#"Error spec.subsets[0].patch.containers[0].volumeMounts[0].name: Not found: "vol-1--0""#,
+            ],
+        ),
+        (
+            "a patch that adds the missing volume",
+            json!({"spec": {"volumes": [{"name": "vol-1--0", "emptyDir": {}}]}}),
+            &[],
+            vec![],
+        ),
+        (
+            "a patch that breaks a container",
+            json!({"spec": {"containers": [{"name": "main", "ports": [{"containerPort": 0}]}]}}),
+            &["vol-1--0"],
+            vec![
+                "Error spec.subsets[0].patch.containers[0].ports[0].containerPort: Required value",
+            ],
+        ),
+        (
+            "a patch whose value has the wrong type",
+            json!({"spec": {"containers": [{"name": "main", "ports": [{"containerPort": "80"}]}]}}),
+            &["vol-1--0"],
+            vec![
+                r#"Error spec.subsets[0].patch: Invalid value: "{\"spec\":{\"containers\":[{\"name\":\"main\",\"ports\":[{\"containerPort\":\"80\"}]}]}}": failed to unmarshal: invalid type: string "80", expected i32"#,
+                "Error spec.subsets[0].patch.containers[0].ports[0].containerPort: Required value",
+            ],
+        ),
+    ];
+    for (name, patch, claims, want) in cases {
+        assert_eq!(run(patch, claims), want, "{name}");
+    }
+    // A subset without a patch is not judged, whatever the template.
+    let no_patch = typed(&ws("v1alpha1", json!([{"name": "a"}]), json!({})));
+    assert!(validate_patches(&no_patch, &template, &[]).is_empty());
 }
