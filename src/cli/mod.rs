@@ -3,6 +3,7 @@
 
 pub mod inputs;
 pub mod live;
+mod logwriter;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -866,15 +867,14 @@ fn read_input(file: &str) -> Result<Vec<u8>, String> {
     }
 }
 
-/// Logs go to stderr through a writer thread, so an admission worker never waits on the write;
-/// nothing is dropped (the writer blocks only if it falls far behind). Colors only on a terminal.
-fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+/// Logs go to stderr through a writer thread that writes them in batches
+/// ([`logwriter`]), so an admission worker neither waits on the write nor wakes a thread per
+/// line; nothing is dropped. Colors only on a terminal.
+fn init_logging(format: LogFormat) -> logwriter::Guard {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .finish(std::io::stderr());
+    let (writer, guard) = logwriter::batch(std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())

@@ -394,7 +394,10 @@ mod yaml_pieces_agree_with_one_parse {
         text.push_str("- kind: Node\n  metadata:\n    labels: [1]\n");
         for piece in [1, 64, 1 << 20] {
             let err = ours(&text, piece).unwrap_err();
-            assert!(err.contains(&format!("at line {bad}, column")), "{piece}: {err}");
+            assert!(
+                err.contains(&format!("at line {bad}, column")),
+                "{piece}: {err}"
+            );
         }
         let kind = text.replace(
             "- kind: Node\n  metadata:\n    labels: [1]\n",
