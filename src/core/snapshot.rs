@@ -4,7 +4,6 @@
 //! without being built, and each object is folded into the snapshot as soon as it is read, so a
 //! dump of any size is read in one pass and in memory proportional to the snapshot.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
@@ -409,24 +408,22 @@ impl<'de, S: Sink> Visitor<'de> for Items<'_, '_, S> {
     }
 }
 
-thread_local! {
-    /// The builder a [`Doc`] feeds: readers that only hand out owned documents (a YAML stream)
-    /// cannot take a seed.
-    static SINK: RefCell<Option<Vec<SlimObject>>> = const { RefCell::new(None) };
-}
-
-/// A document read into the thread's [`SINK`].
-struct Doc;
+/// The objects of one document, in order (a List's items, or the object itself). Readers that
+/// only hand out owned documents cannot take a seed; no thread-local is involved, so the parser
+/// threads register no destructors.
+struct Doc(Vec<SlimObject>);
 
 impl<'de> Deserialize<'de> for Doc {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Doc, D::Error> {
-        let mut b = SINK
-            .with(|s| s.borrow_mut().take())
-            .ok_or_else(|| de::Error::custom("no snapshot is being read"))?;
-        let r = DocSeed(&mut b).deserialize(d);
-        SINK.with(|s| *s.borrow_mut() = Some(b));
-        r.map(|()| Doc)
+        let mut objs = Vec::new();
+        DocSeed(&mut objs).deserialize(d)?;
+        Ok(Doc(objs))
     }
+}
+
+/// The documents' objects, in order.
+fn objects_of(docs: Vec<Doc>) -> Vec<SlimObject> {
+    docs.into_iter().flat_map(|d| d.0).collect()
 }
 
 /// Reads a dump: JSON (one or more values) or YAML (any number of documents). The input is
@@ -471,11 +468,9 @@ fn read_yaml<R: BufRead + Send>(r: R, b: &mut Builder) -> Result<(), String> {
 /// the piecewise reader is tested and fuzzed against.
 #[doc(hidden)]
 pub fn yaml_objects_whole(text: &str) -> Result<Vec<SlimObject>, String> {
-    SINK.with(|s| *s.borrow_mut() = Some(Vec::new()));
-    let r = serde_saphyr::from_multiple_with_options::<Doc>(text, yaml_options());
-    let objs = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
-    r.map_err(|e| e.to_string())?;
-    Ok(objs)
+    serde_saphyr::from_multiple_with_options::<Doc>(text, yaml_options())
+        .map(objects_of)
+        .map_err(|e| e.to_string())
 }
 
 /// The same through the piecewise reader, with items cut into pieces of at least `piece` bytes.
@@ -578,16 +573,15 @@ impl YamlPiece {
             let line = e.as_bytes()[..upto].iter().filter(|&&c| c == b'\n').count();
             format!("line {}: the YAML is not valid UTF-8", offset + line + 1)
         })?;
-        SINK.with(|s| *s.borrow_mut() = Some(Vec::new()));
-        let r = serde_saphyr::from_multiple_with_options::<Doc>(&text, yaml_options());
-        let objs = SINK.with(|s| s.borrow_mut().take()).unwrap_or_default();
-        r.map_err(|e| {
-            // One line, as the other readers' errors: the message and its place in the file.
-            let mut o = serde_saphyr::RenderOptions::default();
-            o.line_offset = offset as u64;
-            o.snippets = serde_saphyr::SnippetMode::Off;
-            e.render_with_options(o)
-        })?;
+        let objs = serde_saphyr::from_multiple_with_options::<Doc>(&text, yaml_options())
+            .map(objects_of)
+            .map_err(|e| {
+                // One line, as the other readers' errors: the message and its place in the file.
+                let mut o = serde_saphyr::RenderOptions::default();
+                o.line_offset = offset as u64;
+                o.snippets = serde_saphyr::SnippetMode::Off;
+                e.render_with_options(o)
+            })?;
         let doc_line = self.first_line.max(1);
         Ok(objs
             .into_iter()

@@ -236,13 +236,11 @@ mod splitter_agrees_with_serde {
     use proptest::prelude::*;
 
     fn reference(text: &str) -> Result<(Cluster, Counts), String> {
-        SINK.with(|s| *s.borrow_mut() = Some(Vec::new()));
-        let r = serde_json::Deserializer::from_str(text)
+        let objs = serde_json::Deserializer::from_str(text)
             .into_iter::<Doc>()
-            .try_for_each(|d| d.map(drop))
-            .map_err(|e| e.to_string());
-        let objs = SINK.with(|s| s.borrow_mut().take()).unwrap();
-        r?;
+            .collect::<Result<Vec<Doc>, _>>()
+            .map(objects_of)
+            .map_err(|e| e.to_string())?;
         let mut b = Builder::new(false);
         for o in objs {
             b.push(o, None)?;
