@@ -482,63 +482,106 @@ pub fn yaml_objects_pieces(bytes: &[u8], piece: usize) -> Result<Vec<SlimObject>
 }
 
 /// [`read_yaml`] with items cut into pieces of at least `piece` bytes.
-fn read_yaml_in<R: BufRead + Send>(r: R, b: &mut impl Sink, piece: usize) -> Result<(), String> {
-    let (piece_tx, piece_rx) = std::sync::mpsc::sync_channel::<(usize, YamlPiece)>(8);
+fn read_yaml_in<R: BufRead>(r: R, b: &mut impl Sink, piece: usize) -> Result<(), String> {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Parsed)>();
-    // Shared by the parser threads: the queue closes for the splitter once both have stopped.
-    let piece_rx = std::sync::Arc::new(std::sync::Mutex::new(piece_rx));
-    std::thread::scope(|scope| {
-        let splitter = scope.spawn(move || {
-            let mut seq = 0;
-            split_yaml(r, piece, &mut |p| {
-                seq += 1;
-                piece_tx.send((seq - 1, p)).is_ok()
-            })
+    let mut fold = Fold::default();
+    let mut sent = 0;
+    let mut failed = None;
+    // The calling thread cuts the text and folds what the parsers have finished in between.
+    let split = split_yaml(r, piece, &mut |p| {
+        parse_on_pool(Job {
+            seq: sent,
+            piece: p,
+            done: done_tx.clone(),
         });
-        for _ in 0..2 {
-            let rx = std::sync::Arc::clone(&piece_rx);
-            let tx = done_tx.clone();
-            scope.spawn(move || loop {
-                let next = match rx.lock() {
-                    Ok(q) => q.recv(),
-                    Err(_) => break,
-                };
-                let Ok((seq, piece)) = next else { break };
-                if tx.send((seq, piece.parse())).is_err() {
-                    break;
-                }
-            });
+        sent += 1;
+        while let Ok((seq, parsed)) = done_rx.try_recv() {
+            if let Err(e) = fold.add(seq, parsed, b) {
+                failed = Some(e);
+                return false;
+            }
         }
-        drop((piece_rx, done_tx));
-        let read = fold_in_order(done_rx, b);
-        let split = splitter
-            .join()
-            .unwrap_or_else(|_| Err("the YAML splitter failed".into()));
-        read.and(split)
-    })
+        true
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    drop(done_tx);
+    while fold.next < sent {
+        let Ok((seq, parsed)) = done_rx.recv() else {
+            return Err("a YAML parser thread failed".into());
+        };
+        fold.add(seq, parsed, b)?;
+    }
+    split
+}
+
+/// A piece for the parser threads, and where its objects go.
+struct Job {
+    seq: usize,
+    piece: YamlPiece,
+    done: std::sync::mpsc::Sender<(usize, Parsed)>,
+}
+
+/// Parses on one of two threads kept for the life of the process (parsers keep thread-local
+/// state, and threads started per dump would leave its destructors racing their exit), or on
+/// the calling thread if they cannot be started.
+fn parse_on_pool(job: Job) {
+    static POOL: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::SyncSender<Job>>>> =
+        std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(8);
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let mut started = 0;
+        for i in 0..2 {
+            let rx = std::sync::Arc::clone(&rx);
+            let spawned = std::thread::Builder::new()
+                .name(format!("yaml-parser-{i}"))
+                .spawn(move || loop {
+                    let next = match rx.lock() {
+                        Ok(q) => q.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = next else { return };
+                    // The reader may have stopped at an error; its results are not needed.
+                    let _ = job.done.send((job.seq, job.piece.parse()));
+                });
+            started += usize::from(spawned.is_ok());
+        }
+        (started > 0).then(|| std::sync::Mutex::new(tx))
+    });
+    let job = match pool.as_ref().map(|tx| tx.lock()) {
+        Some(Ok(tx)) => match tx.send(job) {
+            Ok(()) => return,
+            Err(e) => e.0,
+        },
+        _ => job,
+    };
+    let _ = job.done.send((job.seq, job.piece.parse()));
 }
 
 /// Objects parsed from one piece, each with the line its item starts on.
 type Parsed = Result<Vec<(SlimObject, usize)>, String>;
 
-/// Pushes the pieces' objects in the order of the text; stops at the first error.
-fn fold_in_order(
-    done: std::sync::mpsc::Receiver<(usize, Parsed)>,
-    b: &mut impl Sink,
-) -> Result<(), String> {
-    let mut early = BTreeMap::new();
-    let mut next = 0;
-    for (seq, parsed) in done {
-        early.insert(seq, parsed);
-        while let Some(parsed) = early.remove(&next) {
-            next += 1;
+/// Pushes the pieces' objects in the order of the text, holding those that finish early.
+#[derive(Default)]
+struct Fold {
+    early: BTreeMap<usize, Parsed>,
+    next: usize,
+}
+
+impl Fold {
+    fn add(&mut self, seq: usize, parsed: Parsed, b: &mut impl Sink) -> Result<(), String> {
+        self.early.insert(seq, parsed);
+        while let Some(parsed) = self.early.remove(&self.next) {
+            self.next += 1;
             for (obj, line) in parsed? {
                 b.take(obj, None)
                     .map_err(|e| format!("{e} at line {line}"))?;
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 fn yaml_options() -> serde_saphyr::Options {
