@@ -25,7 +25,7 @@ fn is_qualified_name_part(s: &str) -> bool {
     alnum(first) && alnum(last) && s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
 }
 
-fn is_dns1123_label(s: &str) -> bool {
+pub fn is_dns1123_label(s: &str) -> bool {
     let (Some(first), Some(last)) = (s.chars().next(), s.chars().last()) else {
         return false;
     };
@@ -33,7 +33,8 @@ fn is_dns1123_label(s: &str) -> bool {
     ok(first) && ok(last) && s.chars().all(|c| ok(c) || c == '-')
 }
 
-fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+/// `IsDNS1123Subdomain`'s messages.
+pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 253 {
         errs.push("must be no more than 253 characters".to_string());

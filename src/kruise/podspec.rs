@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 
 use crate::core::resources::scaled;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
-use crate::k8s::validation::{validate_labels, validate_term, validate_toleration};
+use crate::k8s::validation::{
+    dns1123_subdomain_errors, is_dns1123_label, validate_labels, validate_term, validate_toleration,
+};
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const ENV_VAR_NAME_FMT: &str = "[-._a-zA-Z][-._a-zA-Z0-9]*";
@@ -41,11 +43,7 @@ pub fn dns1123_label(value: &str, path: &FieldPath) -> Vec<FieldError> {
             "must be no more than 63 characters",
         ));
     }
-    let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let well_formed = value.chars().next().is_some_and(ok)
-        && value.chars().last().is_some_and(ok)
-        && value.chars().all(|c| ok(c) || c == '-');
-    if !well_formed {
+    if !is_dns1123_label(value) {
         out.push(FieldError::invalid(path.clone(), json!(value), format!("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{DNS1123_LABEL_FMT}')")));
     }
     out
@@ -53,18 +51,10 @@ pub fn dns1123_label(value: &str, path: &FieldPath) -> Vec<FieldError> {
 
 /// `ValidateDNS1123Subdomain` (service account and priority class names).
 fn dns1123_subdomain(value: &str, path: &FieldPath) -> Vec<FieldError> {
-    let mut out = Vec::new();
-    if value.len() > 253 {
-        out.push(FieldError::invalid(
-            path.clone(),
-            json!(value),
-            "must be no more than 253 characters",
-        ));
-    }
-    if !value.split('.').all(|l| dns1123_label(l, path).is_empty()) {
-        out.push(FieldError::invalid(path.clone(), json!(value), "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"));
-    }
-    out
+    dns1123_subdomain_errors(value)
+        .into_iter()
+        .map(|m| FieldError::invalid(path.clone(), json!(value), m))
+        .collect()
 }
 
 /// `ValidatePodSpec` as described in the module's documentation.
