@@ -2,9 +2,12 @@
 """Reading a cluster, end to end: generate dumps of N nodes and 30*N bound pods and time
 `placement-guard explain --cluster DUMP --pod POD` (read + snapshot + evaluate) with its peak RSS.
 
-Two shapes per size:
+Three shapes per size:
 - slim: a YAML `kind: List` of Nodes and bound Pods with only labels, node name and some
   anti-affinity terms (the shape of the issue's first measurements);
+- terms: the slim YAML with every pod carrying two anti-affinity terms (required on the host,
+  preferred across zones), written as block YAML the way `kubectl get -o yaml` writes it: about
+  the size of the issue's 72 MB dump;
 - kubectl: JSON as `kubectl get nodes,pods -A -o json` writes it: realistic pods of several KB
   (containers with env, probes and resources, status with conditions and container statuses,
   managedFields), nodes with status.
@@ -66,7 +69,7 @@ def node(i, kubectl):
     return n
 
 
-def pod(j, nodes, kubectl):
+def pod(j, nodes, kubectl, terms=False):
     app = f"app-{j % 500}"
     ns = f"ns-{j % 50}"
     p = {
@@ -79,9 +82,12 @@ def pod(j, nodes, kubectl):
                             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}],
         },
     }
-    if j % 100 == 0:
+    if j % 100 == 0 or terms:
         p["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    if terms:
+        p["spec"]["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "topology.kubernetes.io/zone"}}]
     if not kubectl:
         del p["spec"]["containers"]
         return p
@@ -162,9 +168,17 @@ def pod(j, nodes, kubectl):
     return p
 
 
-def write_dump(path, nodes, pods, kubectl):
+def write_dump(path, nodes, pods, shape):
+    kubectl = shape == "kubectl"
     with open(path, "w") as f:
-        if kubectl:
+        if shape == "terms":
+            f.write("apiVersion: v1\nkind: List\nitems:\n")
+            for i in range(nodes):
+                f.write(block_item(node(i, False)))
+            for j in range(pods):
+                f.write(block_item(pod(j, nodes, False, terms=True)))
+            f.write("metadata:\n  resourceVersion: \"\"\n")
+        elif kubectl:
             f.write('{\n    "apiVersion": "v1",\n    "items": [\n')
             first = True
             for i in range(nodes):
@@ -179,6 +193,45 @@ def write_dump(path, nodes, pods, kubectl):
                 f.write(yaml_item(node(i, False)))
             for j in range(pods):
                 f.write(yaml_item(pod(j, nodes, False)))
+
+
+def block_item(obj):
+    """Block YAML as kubectl writes it (keys sorted, two-space indents, `- ` at the list's column)."""
+    def emit(v, indent, out, first_prefix=None):
+        pad = " " * indent
+        if isinstance(v, dict):
+            if not v:
+                out[-1] += " {}"
+            for k in sorted(v):
+                x = v[k]
+                if isinstance(x, (dict, list)) and x:
+                    out.append(f"{pad}{k}:")
+                    emit(x, indent + (2 if isinstance(x, dict) else 0), out)
+                else:
+                    out.append(f"{pad}{k}: {scalar(x)}")
+        else:
+            for x in v:
+                if isinstance(x, dict):
+                    sub = []
+                    emit(x, indent + 2, sub)
+                    sub[0] = pad + "- " + sub[0].lstrip()
+                    out.extend(sub)
+                else:
+                    out.append(f"{pad}- {scalar(x)}")
+
+    def scalar(x):
+        if x == {} or x == []:
+            return "{}" if x == {} else "[]"
+        if isinstance(x, bool):
+            return "true" if x else "false"
+        if isinstance(x, int):
+            return str(x)
+        return f"'{x}'" if x.isdigit() or x in ("true", "false", "null") else x
+
+    out = []
+    emit(obj, 2, out)
+    out[0] = "- " + out[0].lstrip()
+    return "\n".join(out) + "\n"
 
 
 def yaml_item(obj):
@@ -246,7 +299,7 @@ def main():
             ext = "json" if shape == "kubectl" else "yaml"
             dump = os.path.join(work, f"{shape}-{nodes}.{ext}")
             if not os.path.exists(dump):
-                write_dump(dump, nodes, pods, shape == "kubectl")
+                write_dump(dump, nodes, pods, shape)
             size = os.path.getsize(dump) / 1e6
             runs = [measure(args.bin, dump, pod_file) for _ in range(args.runs)]
             walls = sorted(r[0] for r in runs)
