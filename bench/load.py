@@ -16,6 +16,7 @@ rate with latency correction (percentiles without coordinated omission) at 64 an
 connections in the same pinned setting, and the server's RSS sampled throughout.
 Every figure is printed with its ratio to the baseline measured in the same run.
 Environment: BENCH_SECONDS (closed-loop run length, default 8), BENCH_RUNS (default 3),
+BENCH_QUICK=1 (closed loop only),
 BENCH_RATE (default 2000),
 BENCH_SOAK (seconds of the fixed-rate run on /validate used for the memory figure, default 30;
 300 for the 5-minute check).
@@ -26,6 +27,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "testdata", "admission-reviews")
 SECONDS = int(os.environ.get("BENCH_SECONDS", "8"))
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
+# Only the closed-loop capacity runs (for A/B runs, e.g. with RUST_LOG=warn to leave out the
+# decision log lines).
+QUICK = os.environ.get("BENCH_QUICK") == "1"
 RATE = int(os.environ.get("BENCH_RATE", "2000"))
 SOAK = int(os.environ.get("BENCH_SOAK", "30"))
 WORKERS = "1"
@@ -149,6 +153,8 @@ def main():
             print(f"{name:<52} cpu {med(ours, 'cpu_us'):5.1f} vs {med(theirs, 'cpu_us'):5.1f}  capacity ratio {caps[len(caps) // 2]:.2f}"
                   f" ({caps[0]:.2f}-{caps[-1]:.2f})  req/s {med(ours, 'rps'):7.0f} vs {med(theirs, 'rps'):7.0f}"
                   + (f"  non-200: {bad}" if bad else ""))
+        if QUICK:
+            return
         for conns in (64, 8):
             print(f"\n## fixed rate {RATE}/s, {conns} connections, latency corrected: p50 / p99 in ms")
             for name, path, body in bodies:
