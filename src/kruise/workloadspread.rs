@@ -689,6 +689,9 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
 /// `spec.subsets[i].patch` with paths relative to the pod spec.
 pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]) -> Vec<Problem> {
     let mut base = template.clone();
+    if !base.is_object() {
+        base = json!({});
+    }
     if !base["spec"].is_object() {
         base["spec"] = json!({});
     }
