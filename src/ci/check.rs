@@ -33,26 +33,16 @@ struct Workload {
     replicas: Option<i64>,
 }
 
-impl Workload {
-    fn of(v: &Value) -> Option<Workload> {
-        let template = workload::workload_template(v)?;
-        template.get("spec")?.as_object()?;
-        let claims = v["spec"]["volumeClaimTemplates"]
-            .as_array()
-            .map(|list| {
-                list.iter()
-                    .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Some(Workload {
-            id: workload_id(v),
-            template: template.clone(),
-            claims,
-            replicas: v["spec"]["replicas"].as_i64(),
-        })
-    }
+/// A [`Workload`] as it is written to the spill, borrowing the object it is read from.
+#[derive(serde::Serialize)]
+struct WorkloadRecord<'a> {
+    id: &'a (String, String, String, String),
+    template: &'a Value,
+    claims: Vec<&'a str>,
+    replicas: Option<i64>,
+}
 
+impl Workload {
     fn spec(&self) -> Option<crate::k8s::model::PodSpec> {
         serde_json::from_value(self.template["spec"].clone()).ok()
     }
@@ -101,16 +91,35 @@ fn id_hash(id: &(String, String, String, String)) -> u64 {
 }
 
 impl Targets {
-    fn add(&mut self, w: Option<Workload>) {
-        let Some(w) = w else { return };
-        let Ok(record) = serde_json::to_vec(&w) else {
+    /// Keeps `v` if it is a workload with a pod template.
+    fn add(&mut self, v: &Value) {
+        let Some(template) = workload::workload_template(v).filter(|t| t["spec"].is_object())
+        else {
+            return;
+        };
+        let id = workload_id(v);
+        let claims = v["spec"]["volumeClaimTemplates"]
+            .as_array()
+            .map(|list| {
+                list.iter()
+                    .filter_map(|c| c["metadata"]["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let record = WorkloadRecord {
+            id: &id,
+            template,
+            claims,
+            replicas: v["spec"]["replicas"].as_i64(),
+        };
+        let Ok(record) = serde_json::to_vec(&record) else {
             return;
         };
         let Ok(len) = u32::try_from(record.len()) else {
             return;
         };
         let at = self.spill.put(&record);
-        self.index.push((id_hash(&w.id), at, len));
+        self.index.push((id_hash(&id), at, len));
         self.sorted = false;
     }
 
@@ -186,7 +195,7 @@ impl Checker {
         let objects = manifest::parse(text).map_err(|e| e.to_string())?;
         let before = self.targets.index.len();
         for o in &objects {
-            self.targets.add(Workload::of(&o.value));
+            self.targets.add(&o.value);
         }
         Ok(self.targets.index.len() - before)
     }
@@ -280,7 +289,7 @@ impl Checker {
         }
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
             // OpenKruise's workloads are not judged, but may be a WorkloadSpread's target.
-            self.targets.add(Workload::of(v));
+            self.targets.add(v);
             self.report.skipped += 1;
             return;
         };
@@ -309,7 +318,7 @@ impl Checker {
         };
         if kind != Kind::Pod {
             // Kept for WorkloadSpreads found later (in any file).
-            self.targets.add(Workload::of(v));
+            self.targets.add(v);
         }
         let namespace = template.meta.namespace.clone().unwrap_or_default();
         let input = Input {
