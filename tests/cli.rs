@@ -764,3 +764,26 @@ fn explain_workloadspread_refuses_a_workload_it_does_not_target() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The YAML dump reader parses on two threads kept for the process: reading many dumps starts
+/// no thread per dump (threads started per dump left the parser's thread-local destructors
+/// racing their exit, which LeakSanitizer reported while fuzzing `cluster_dump`).
+#[test]
+fn yaml_dumps_are_parsed_on_two_threads_kept_for_the_process() {
+    let parsers = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter(|t| {
+                let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"));
+                comm.is_ok_and(|c| c.starts_with("yaml-parser-"))
+            })
+            .count()
+    };
+    let dump = "apiVersion: v1\nkind: List\nitems:\n- kind: Node\n  metadata: {name: n1}\n- kind: Node\n  metadata: {name: n2}\n";
+    for _ in 0..50 {
+        let objs =
+            placement_guard::core::snapshot::yaml_objects_pieces(dump.as_bytes(), 1).unwrap();
+        assert_eq!(objs.len(), 2);
+    }
+    assert_eq!(parsers(), 2);
+}
