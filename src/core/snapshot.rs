@@ -666,6 +666,47 @@ struct YamlSplitter {
     items: Vec<u8>,
     items_line: usize,
     starts: Vec<usize>,
+    /// Whether the current item has a flow collection or quoted scalar still open: its next
+    /// lines may stand at any column (serde-saphyr accepts that), so they continue the item.
+    flow: Flow,
+}
+
+/// Open flow brackets and quotes of the lines read so far, outside comments.
+#[derive(Default)]
+struct Flow {
+    depth: usize,
+    quote: Option<u8>,
+}
+
+impl Flow {
+    fn open(&self) -> bool {
+        self.depth > 0 || self.quote.is_some()
+    }
+
+    fn track(&mut self, line: &[u8]) {
+        let mut prev = b' ';
+        let mut i = 0;
+        while let Some(&c) = line.get(i) {
+            match self.quote {
+                Some(b'"') if c == b'\\' => i += 1,
+                Some(b'\'') if c == b'\'' && line.get(i + 1) == Some(&b'\'') => i += 1,
+                Some(q) if c == q => self.quote = None,
+                Some(_) => {}
+                None => {
+                    let starts_token = prev.is_ascii_whitespace() || b"{[,:-".contains(&prev);
+                    match c {
+                        b'"' | b'\'' if starts_token => self.quote = Some(c),
+                        b'#' if prev.is_ascii_whitespace() => return,
+                        b'{' | b'[' => self.depth += 1,
+                        b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                        _ => {}
+                    }
+                }
+            }
+            prev = c;
+            i += 1;
+        }
+    }
 }
 
 fn split_yaml<R: BufRead>(
@@ -684,6 +725,7 @@ fn split_yaml<R: BufRead>(
         items: Vec::new(),
         items_line: 0,
         starts: Vec::new(),
+        flow: Flow::default(),
     };
     let mut line = Vec::new();
     loop {
@@ -734,8 +776,9 @@ impl YamlSplitter {
         }
         let (k, blank) = indent_of(line);
         if let YamlState::Items(col) = self.state {
-            if blank || k > col || line.get(k) == Some(&b'\t') {
+            if self.flow.open() || blank || k > col || line.get(k) == Some(&b'\t') {
                 self.splittable &= !line.contains(&b'&');
+                self.flow.track(line);
                 self.items.extend_from_slice(line);
                 return true;
             }
@@ -783,6 +826,8 @@ impl YamlSplitter {
         }
         self.starts.push(self.line);
         self.splittable &= !line.contains(&b'&');
+        self.flow = Flow::default();
+        self.flow.track(line);
         self.items.extend_from_slice(line);
     }
 

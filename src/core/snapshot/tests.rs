@@ -307,7 +307,8 @@ mod splitter_agrees_with_serde {
 /// The YAML splitter against serde-saphyr reading the whole text at once (the reference): the
 /// same snapshot, or an error in both, for lists whose items hold block scalars with entry-like
 /// lines, comments at column 0, multi-line flow collections, anchors and aliases, entries at
-/// column 0 or 2, several documents and end markers, cut at every entry.
+/// column 0 or 2, flow collections and quoted scalars continued at column 0, several documents
+/// and end markers, cut at every entry.
 mod yaml_pieces_agree_with_one_parse {
     use super::splitter_agrees_with_serde::summary;
     use super::*;
@@ -329,7 +330,7 @@ mod yaml_pieces_agree_with_one_parse {
 
     /// One item at column `p` (its entry's indentation), named `n`.
     fn item(shape: u8, p: &str, n: usize, v: &str) -> String {
-        match shape % 8 {
+        match shape % 10 {
             0 => format!("{p}- kind: Node\n{p}  metadata:\n{p}    name: n{n}\n{p}    labels: {{zone: \"{v}\"}}\n"),
             1 => format!(
                 "{p}- kind: Pod\n{p}  metadata:\n{p}    name: p{n}\n{p}    namespace: ns\n{p}    annotations:\n{p}      note: |\n{p}        - not an item\n{p}        items:\n\n{p}        # nor a comment\n{p}    labels: {{app: \"{v}\"}}\n{p}  spec: {{nodeName: n0}}\n"
@@ -339,6 +340,8 @@ mod yaml_pieces_agree_with_one_parse {
             4 => format!("{p}- kind: Node\n{p}  metadata:\n{p}    name: a{n}\n{p}    labels: &l{n} {{zone: \"{v}\"}}\n"),
             5 => format!("{p}- kind: Node\n{p}  metadata: {{name: b{n}, labels: *l{}}}\n", n.saturating_sub(1)),
             6 => format!("{p}-\n{p}  kind: Node\n{p}  metadata:\n{p}    name: c{n}\n{p}    labels:\n{p}      k: >-\n{p}        folded\n{p}        - text {v}\n"),
+            8 => format!("{p}- {{kind: Namespace, metadata: {{name: f{n},\nlabels: {{c: \"{v}\"}}}}}}\n"),
+            9 => format!("{p}- kind: Node\n{p}  metadata: {{name: \"d{n}\n- {v}\"}}\n"),
             _ => format!("{p}- kind: Pod\n{p}  metadata: {{name: q{n}, namespace: ns, labels: {{v: \"{v}\"}}}}\n{p}  spec:\n{p}    nodeName: n0\n{p}    containers:\n{p}    - resources: {{requests: {{cpu: 100m}}}}\n"),
         }
     }
