@@ -1,7 +1,15 @@
-//! Profiling driver: `valgrind --tool=callgrind target/release/examples/parse_cost 2000`.
+//! Profiling driver: `valgrind --tool=callgrind target/release/examples/parse_cost 2000 [BODY]
+//! [validate|mutate]`.
 
 // Test and benchmark helpers fail loudly on broken fixtures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use placement_guard::admission::Endpoint;
+
+// The server's allocator, so profiles show what the server spends.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let n: usize = std::env::args()
         .nth(1)
@@ -11,20 +19,28 @@ fn main() {
         "testdata/admission-reviews/pod-update-add-nodeselector-gated.validate.json".into(),
     ))
     .unwrap();
+    let endpoint = match std::env::args().nth(3).as_deref() {
+        None | Some("validate") => Endpoint::Validate,
+        Some("mutate") => Endpoint::Mutate,
+        Some(other) => panic!("endpoint {other:?}: validate or mutate"),
+    };
+    // REFERENCE=1: serde_json reads the whole body (the reference reader), for A/B runs.
+    let reference = std::env::var_os("REFERENCE").is_some_and(|v| v == "1");
+    let review = if reference {
+        placement_guard::admission::review_reference
+    } else {
+        placement_guard::admission::review
+    };
     let rules = placement_guard::rules::config::RuleSet::default();
     let t = std::time::Instant::now();
     for _ in 0..n {
-        let r = placement_guard::admission::review(
-            &body,
-            placement_guard::admission::Endpoint::Validate,
-            &rules,
-        )
-        .unwrap();
+        let r = review(&body, endpoint, &rules).unwrap();
         std::hint::black_box(r);
     }
     println!(
-        "review ({} bytes): {:?}",
+        "review ({} bytes, {endpoint:?}, {}): {:?}",
         body.len(),
+        if reference { "reference" } else { "on demand" },
         t.elapsed() / n as u32
     );
 }

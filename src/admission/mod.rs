@@ -11,6 +11,7 @@ use crate::kruise::workloadspread::WorkloadSpread;
 use crate::rules::{
     self, ClusterState, Context, Input, Operation, Phase, RuleId, RuleSet, Subject, User, Verdict,
 };
+pub use reader::JsonReader;
 use reader::{Slot, Use};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
@@ -78,9 +79,55 @@ pub fn review_in(
     rules: &RuleSet,
     cluster: ClusterState,
 ) -> Result<Reviewed, ReviewError> {
+    review_with(body, JsonReader::OnDemand, endpoint, rules, cluster)
+}
+
+/// [`review`] with serde_json reading the whole body: the reference the on-demand reader is
+/// held to (tests, fuzzing, benchmarks).
+#[doc(hidden)]
+pub fn review_reference(
+    body: &[u8],
+    endpoint: Endpoint,
+    rules: &RuleSet,
+) -> Result<Reviewed, ReviewError> {
+    review_with(
+        body,
+        JsonReader::Reference,
+        endpoint,
+        rules,
+        ClusterState::Absent,
+    )
+}
+
+/// The byte ranges of the values the on-demand reader skips in a body it reads, `None` when it
+/// refuses the body (the differential tests null them and compare with the reference).
+#[doc(hidden)]
+pub fn skipped_values(
+    body: &[u8],
+    endpoint: Endpoint,
+    rules: &RuleSet,
+) -> Option<Vec<std::ops::Range<usize>>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let mut skips = Vec::new();
+    let read = reader::Read::Direct {
+        phase: endpoint.phase(),
+        rules,
+        cluster_aware: false,
+    };
+    reader::read_review_on_demand(text, read, Some(&mut skips)).ok()?;
+    Some(skips)
+}
+
+fn review_with(
+    body: &[u8],
+    json: JsonReader,
+    endpoint: Endpoint,
+    rules: &RuleSet,
+    cluster: ClusterState,
+) -> Result<Reviewed, ReviewError> {
     let phase = endpoint.phase();
     let cluster_aware = !matches!(cluster, ClusterState::Absent);
-    let (types, req) = reader::parse_review(body, phase, rules, cluster_aware)?;
+    let (types, req) = reader::parse_review(body, json, phase, rules, cluster_aware)?;
     let op = reader::operation(&req.operation);
     let response = allowing(types, &req.uid);
     let reviewed = Reviewed {

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{ReviewError, API_VERSION};
+use crate::k8s::ondemand;
 use crate::k8s::workload::{self, Kind, PodTemplate, TemplateSeed};
 use crate::rules::{self, ObjectKind, Operation, Phase, Request as RuleRequest, RuleSet};
 
@@ -389,6 +390,16 @@ impl<'de> Visitor<'de> for ReviewVisitor<'_> {
     }
 }
 
+/// Which JSON reader reads the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonReader {
+    /// [`crate::k8s::ondemand`]: values no rule reads are only checked for structure. A body it
+    /// refuses is read again by serde_json, so errors are serde_json's.
+    OnDemand,
+    /// serde_json throughout: the reference the on-demand reader is tested against.
+    Reference,
+}
+
 pub(super) fn read_review<'de>(
     body: &'de [u8],
     read: Read<'_>,
@@ -409,8 +420,27 @@ pub(super) fn read_review<'de>(
     }
 }
 
+/// The on-demand read of a UTF-8 body; with `skips`, the byte ranges of the values it skipped.
+pub(super) fn read_review_on_demand<'de>(
+    text: &'de str,
+    read: Read<'_>,
+    skips: Option<&mut Vec<std::ops::Range<usize>>>,
+) -> Result<Review<'de>, serde_json::Error> {
+    let mut de = ondemand::Deserializer::new(text);
+    if skips.is_some() {
+        de = de.record_skips();
+    }
+    let review = de::Deserializer::deserialize_map(&mut de, ReviewVisitor(read))?;
+    de.end()?;
+    if let Some(s) = skips {
+        s.extend_from_slice(de.skipped());
+    }
+    Ok(review)
+}
+
 pub(super) fn parse_review<'de>(
     body: &'de [u8],
+    reader: JsonReader,
     phase: Phase,
     rules: &RuleSet,
     cluster_aware: bool,
@@ -423,15 +453,21 @@ pub(super) fn parse_review<'de>(
             "request body is not an AdmissionReview: expected a JSON object".to_string(),
         ));
     }
-    let env = read_review(
-        body,
-        Read::Direct {
-            phase,
-            rules,
-            cluster_aware,
-        },
-    )
-    .or_else(|_| read_review(body, Read::Deferred))
+    let direct = Read::Direct {
+        phase,
+        rules,
+        cluster_aware,
+    };
+    let fast = match reader {
+        JsonReader::OnDemand => std::str::from_utf8(body)
+            .ok()
+            .and_then(|text| read_review_on_demand(text, direct, None).ok()),
+        JsonReader::Reference => None,
+    };
+    let env = match fast {
+        Some(env) => Ok(env),
+        None => read_review(body, direct).or_else(|_| read_review(body, Read::Deferred)),
+    }
     .map_err(|e| {
         if e.is_syntax() || e.is_eof() {
             ReviewError::BadRequest(format!("request body is not valid JSON: {e}"))

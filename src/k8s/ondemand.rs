@@ -1,0 +1,661 @@
+//! An on-demand JSON reader for serde, after simdjson's On-Demand API: what a visitor reads is
+//! read as serde_json reads it, and what it skips (`IgnoredAny`, a struct's unknown fields) is
+//! only checked for its structure: strings closed, brackets balanced (counted, as simdjson counts
+//! them when it skips, not matched by kind).
+//!
+//! An AdmissionReview is mostly parts no rule reads (managedFields, containers, volumes, status,
+//! kubectl's last-applied annotation), and serde_json validates every byte of them: about half of
+//! a review's instructions. Here they are skipped 64 bytes at a time: SIMD compares (the `wide`
+//! crate, SSE2) turn quotes, backslashes and brackets into bit masks, and the bytes inside strings
+//! and the nesting depth follow by arithmetic on the masks (simdjson's stage 1).
+//!
+//! What is read goes through the same serde visitors as with serde_json; maps, arrays, options and
+//! plain strings are read here, and every other value (numbers, literals, escaped strings, enums,
+//! raw values) is cut out by the structural scan and handed to serde_json whole, so it is accepted
+//! and converted exactly as serde_json would. The differential tests and the `review` fuzz target
+//! hold the two readers to this: where serde_json accepts a body this reader gives the same
+//! result, and where only this reader accepts it, replacing each skipped value with `null` gives
+//! a body serde_json accepts with the same result.
+
+use std::ops::Range;
+
+use serde::de::{self, DeserializeSeed, Error as _, Visitor};
+use serde_json::de::StrRead;
+use serde_json::Error;
+
+/// serde_json's recursion limit for the values it reads (skipped values have none).
+const MAX_DEPTH: u32 = 128;
+
+/// serde_json's name for a raw value (`serde_json::value::RawValue`).
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of every byte of `v` that is below `n` (n <= 128). Only the lowest set bit is
+/// exact (a borrow can mark bytes above it), which is all the scans below use.
+#[inline]
+fn bytes_below(v: u64, n: u8) -> u64 {
+    v.wrapping_sub(ONES * u64::from(n)) & !v & HIGHS
+}
+
+#[inline]
+fn bytes_equal(v: u64, b: u8) -> u64 {
+    bytes_below(v ^ (ONES * u64::from(b)), 1)
+}
+
+/// The first `"` or `\` at or after `i`.
+#[inline]
+fn quote_or_backslash(b: &[u8], mut i: usize) -> Option<usize> {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let Ok(w) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let w = u64::from_le_bytes(w);
+        let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\');
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The first `"`, `\` or control character at or after `i`: where a plain string stops.
+#[inline]
+fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
+    while let Some(chunk) = b.get(i..i + 8) {
+        let Ok(w) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let w = u64::from_le_bytes(w);
+        let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\') | bytes_below(w, 0x20);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The 64 bytes at `i`, padded with spaces past the end.
+#[inline]
+fn block_at(b: &[u8], i: usize) -> [u8; 64] {
+    match b.get(i..i + 64).and_then(|s| <[u8; 64]>::try_from(s).ok()) {
+        Some(block) => block,
+        None => {
+            let mut block = [b' '; 64];
+            let rest = b.get(i..).unwrap_or(&[]);
+            block[..rest.len()].copy_from_slice(rest);
+            block
+        }
+    }
+}
+
+/// Bit k of each mask stands for byte k of a 64-byte block.
+struct Masks {
+    open: u64,
+    close: u64,
+    /// Bytes inside strings (an opening quote counts as inside, a closing one as outside).
+    inside: u64,
+    /// Quotes that open or close a string.
+    quotes: u64,
+}
+
+/// The state carried from one block to the next by the structural scan (simdjson's stage 1).
+#[derive(Default)]
+struct Blocks {
+    /// The first byte of the next block follows an escaping backslash.
+    next_escaped: u64,
+    /// The next block starts inside a string: all ones, or zero.
+    in_string: u64,
+}
+
+impl Blocks {
+    /// Starts inside a string (after its opening quote).
+    fn in_string() -> Blocks {
+        Blocks {
+            next_escaped: 0,
+            in_string: !0,
+        }
+    }
+
+    #[inline]
+    fn next(&mut self, block: &[u8; 64]) -> Masks {
+        use wide::u8x16;
+        let (chunks, _) = block.as_chunks::<16>();
+        let (mut quote, mut backslash, mut open, mut close) = (0u64, 0u64, 0u64, 0u64);
+        for (k, chunk) in chunks.iter().enumerate() {
+            let v = u8x16::new(*chunk);
+            // `{` and `[` differ by 0x20, as do `}` and `]`.
+            let folded = v | u8x16::splat(0x20);
+            let at = 16 * k;
+            quote |= u64::from(v.simd_eq(u8x16::splat(b'"')).to_bitmask()) << at;
+            backslash |= u64::from(v.simd_eq(u8x16::splat(b'\\')).to_bitmask()) << at;
+            open |= u64::from(folded.simd_eq(u8x16::splat(b'{')).to_bitmask()) << at;
+            close |= u64::from(folded.simd_eq(u8x16::splat(b'}')).to_bitmask()) << at;
+        }
+        let quotes = quote & !self.escaped(backslash);
+        // Prefix XOR: bit k is set when an odd number of quotes are at or before byte k.
+        let mut inside = quotes;
+        for shift in [1, 2, 4, 8, 16, 32] {
+            inside ^= inside << shift;
+        }
+        inside ^= self.in_string;
+        self.in_string = ((inside as i64) >> 63) as u64;
+        Masks {
+            open,
+            close,
+            inside,
+            quotes,
+        }
+    }
+
+    /// The bytes escaped by a backslash: the second of each pair in a run of backslashes, and
+    /// the byte after a run of odd length (simdjson's `json_escape_scanner`).
+    #[inline]
+    fn escaped(&mut self, backslash: u64) -> u64 {
+        const ODD_BITS: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+        if backslash == 0 {
+            return std::mem::take(&mut self.next_escaped);
+        }
+        let potential = backslash & !self.next_escaped;
+        let codes = ((potential << 1) | ODD_BITS).wrapping_sub(potential) ^ ODD_BITS;
+        let escaped = codes ^ (backslash | self.next_escaped);
+        self.next_escaped = (codes & backslash) >> 63;
+        escaped
+    }
+}
+
+/// Bytes that end a scalar (a number or a literal) in the structural scan.
+#[inline]
+fn ends_scalar(c: u8) -> bool {
+    matches!(
+        c,
+        b',' | b'}' | b']' | b':' | b' ' | b'\n' | b'\t' | b'\r' | b'"' | b'{' | b'['
+    )
+}
+
+/// A JSON text read on demand. `&mut Deserializer` is a [`serde::Deserializer`].
+pub struct Deserializer<'de> {
+    text: &'de str,
+    pos: usize,
+    /// Containers read (not skipped) around the current position.
+    depth: u32,
+    /// The byte ranges of the skipped values, when asked for (differential tests).
+    skipped: Option<Vec<Range<usize>>>,
+}
+
+impl<'de> Deserializer<'de> {
+    pub fn new(text: &'de str) -> Deserializer<'de> {
+        Deserializer {
+            text,
+            pos: 0,
+            depth: 0,
+            skipped: None,
+        }
+    }
+
+    /// Records the byte range of every skipped value, for [`Deserializer::skipped`].
+    pub fn record_skips(mut self) -> Deserializer<'de> {
+        self.skipped = Some(Vec::new());
+        self
+    }
+
+    /// The values skipped so far, in order, when [`Deserializer::record_skips`] was asked for.
+    pub fn skipped(&self) -> &[Range<usize>] {
+        self.skipped.as_deref().unwrap_or(&[])
+    }
+
+    /// Only whitespace may follow the value.
+    pub fn end(&mut self) -> Result<(), Error> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(self.error("trailing characters")),
+        }
+    }
+
+    fn bytes(&self) -> &'de [u8] {
+        self.text.as_bytes()
+    }
+
+    fn error(&self, what: &str) -> Error {
+        Error::custom(format_args!("{what} at byte {}", self.pos))
+    }
+
+    /// The next byte after whitespace, not consumed.
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        let b = self.bytes();
+        while let Some(&c) = b.get(self.pos) {
+            if !matches!(c, b' ' | b'\n' | b'\t' | b'\r') {
+                return Some(c);
+            }
+            self.pos += 1;
+        }
+        None
+    }
+
+    fn slice(&self, r: Range<usize>) -> Result<&'de str, Error> {
+        // Ranges start and end at ASCII bytes, so always at character boundaries.
+        self.text
+            .get(r)
+            .ok_or_else(|| self.error("internal: a value's bounds split a character"))
+    }
+
+    /// After the opening quote at `start - 1`: the position after the closing quote.
+    fn skip_string(&self, start: usize) -> Result<usize, Error> {
+        let b = self.bytes();
+        // Most strings end within a word: look there first.
+        if let Some(j) = quote_or_backslash(b, start) {
+            if b.get(j) == Some(&b'"') {
+                return Ok(j + 1);
+            }
+        }
+        let mut scan = Blocks::in_string();
+        let mut i = start;
+        while i < b.len() {
+            let m = scan.next(&block_at(b, i));
+            if m.quotes != 0 {
+                return Ok(i + m.quotes.trailing_zeros() as usize + 1);
+            }
+            i += 64;
+        }
+        Err(self.error("EOF while parsing a string"))
+    }
+
+    /// From an opening bracket at `start`: the position after the bracket that closes it, by
+    /// depth alone (as simdjson's On-Demand skips: `[` and `{` open, `]` and `}` close).
+    /// Sixty-four bytes at a time: quotes, backslashes and brackets become bit masks (SIMD
+    /// compares), escaped bytes and the bytes inside strings follow by arithmetic on the masks,
+    /// and a block whose closing brackets cannot bring the depth to zero is counted, not walked.
+    fn skip_container(&self, start: usize) -> Result<usize, Error> {
+        let b = self.bytes();
+        let mut scan = Blocks::default();
+        let mut depth: u32 = 0;
+        let mut i = start;
+        while i < b.len() {
+            let m = scan.next(&block_at(b, i));
+            let (open, close) = (m.open & !m.inside, m.close & !m.inside);
+            if depth > close.count_ones() {
+                depth = depth + open.count_ones() - close.count_ones();
+            } else {
+                let mut brackets = open | close;
+                while brackets != 0 {
+                    let bit = brackets & brackets.wrapping_neg();
+                    if open & bit != 0 {
+                        depth += 1;
+                    } else {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Ok(i + bit.trailing_zeros() as usize + 1);
+                        }
+                    }
+                    brackets ^= bit;
+                }
+            }
+            i += 64;
+        }
+        Err(self.error("EOF while parsing a value"))
+    }
+
+    /// The extent of the next value, by structure alone; `pos` moves past it.
+    fn skip_extent(&mut self) -> Result<Range<usize>, Error> {
+        let start = match self.peek() {
+            Some(_) => self.pos,
+            None => return Err(self.error("EOF while parsing a value")),
+        };
+        let b = self.bytes();
+        let end = match b.get(start) {
+            Some(b'"') => self.skip_string(start + 1)?,
+            Some(b'{' | b'[') => self.skip_container(start)?,
+            Some(b'}' | b']' | b',' | b':') => return Err(self.error("expected value")),
+            _ => {
+                let mut i = start + 1;
+                while b.get(i).is_some_and(|&c| !ends_scalar(c)) {
+                    i += 1;
+                }
+                i
+            }
+        };
+        self.pos = end;
+        Ok(start..end)
+    }
+
+    fn skip(&mut self) -> Result<(), Error> {
+        let r = self.skip_extent()?;
+        if let Some(s) = &mut self.skipped {
+            s.push(r);
+        }
+        Ok(())
+    }
+
+    /// Hands the next value to serde_json whole.
+    fn delegate<T>(
+        &mut self,
+        read: impl FnOnce(&mut serde_json::Deserializer<StrRead<'de>>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let r = self.skip_extent()?;
+        let mut de = serde_json::Deserializer::from_str(self.slice(r)?);
+        let value = read(&mut de)?;
+        de.end()?;
+        Ok(value)
+    }
+
+    /// A string without escapes, borrowed; `None` (nothing consumed) when it has escapes.
+    #[inline]
+    fn plain_string(&mut self) -> Result<Option<&'de str>, Error> {
+        let start = self.pos + 1;
+        let b = self.bytes();
+        match string_stop(b, start) {
+            Some(j) if b.get(j) == Some(&b'"') => {
+                let s = self.slice(start..j)?;
+                self.pos = j + 1;
+                Ok(Some(s))
+            }
+            Some(j) if b.get(j) == Some(&b'\\') => Ok(None),
+            Some(_) => Err(self.error("control character in a string")),
+            None => Err(self.error("EOF while parsing a string")),
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), Error> {
+        self.depth += 1;
+        if self.depth >= MAX_DEPTH {
+            return Err(self.error("recursion limit exceeded"));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn visit_map<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
+        self.enter()?;
+        let mut access = Access {
+            de: self,
+            first: true,
+            done: false,
+        };
+        let value = visitor.visit_map(&mut access)?;
+        let done = access.done;
+        self.depth -= 1;
+        if !done {
+            return Err(self.error("trailing characters in a map"));
+        }
+        Ok(value)
+    }
+
+    fn visit_seq<V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, Error> {
+        self.enter()?;
+        let mut access = Access {
+            de: self,
+            first: true,
+            done: false,
+        };
+        let value = visitor.visit_seq(&mut access)?;
+        let done = access.done;
+        self.depth -= 1;
+        if !done {
+            return Err(self.error("trailing characters in an array"));
+        }
+        Ok(value)
+    }
+
+    fn literal(&mut self, word: &str) -> Result<(), Error> {
+        match self.text.get(self.pos..self.pos + word.len()) {
+            Some(w) if w == word => {
+                self.pos += word.len();
+                Ok(())
+            }
+            _ => Err(self.error("expected ident")),
+        }
+    }
+}
+
+/// The entries of a map or the elements of an array being read.
+struct Access<'a, 'de> {
+    de: &'a mut Deserializer<'de>,
+    first: bool,
+    /// The closing bracket was read.
+    done: bool,
+}
+
+impl Access<'_, '_> {
+    /// Before an entry or an element: false at the closing bracket (consumed).
+    fn has_next(&mut self, close: u8) -> Result<bool, Error> {
+        let mut c = self.de.peek();
+        if c == Some(close) {
+            self.de.pos += 1;
+            self.done = true;
+            return Ok(false);
+        }
+        if !self.first {
+            if c != Some(b',') {
+                return Err(self.de.error("expected `,` or a closing bracket"));
+            }
+            self.de.pos += 1;
+            c = self.de.peek();
+            if c == Some(close) {
+                return Err(self.de.error("trailing comma"));
+            }
+        }
+        self.first = false;
+        if c.is_none() {
+            return Err(self.de.error("EOF while parsing a value"));
+        }
+        Ok(true)
+    }
+}
+
+impl<'de> de::MapAccess<'de> for Access<'_, 'de> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        if self.done || !self.has_next(b'}')? {
+            return Ok(None);
+        }
+        if self.de.peek() != Some(b'"') {
+            return Err(self.de.error("key must be a string"));
+        }
+        match self.de.plain_string()? {
+            Some(key) => seed
+                .deserialize(de::value::BorrowedStrDeserializer::<Error>::new(key))
+                .map(Some),
+            None => {
+                let key: String = self.de.delegate(|de| de::Deserialize::deserialize(de))?;
+                seed.deserialize(de::value::StringDeserializer::<Error>::new(key))
+                    .map(Some)
+            }
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        if self.de.peek() != Some(b':') {
+            return Err(self.de.error("expected `:`"));
+        }
+        self.de.pos += 1;
+        seed.deserialize(&mut *self.de)
+    }
+}
+
+impl<'de> de::SeqAccess<'de> for Access<'_, 'de> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Error> {
+        if self.done || !self.has_next(b']')? {
+            return Ok(None);
+        }
+        seed.deserialize(&mut *self.de).map(Some)
+    }
+}
+
+/// Methods that serde_json answers for the whole value.
+macro_rules! delegated {
+    ($($method:ident),*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.delegate(|de| de::Deserializer::$method(de, visitor))
+        }
+    )*};
+}
+
+impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
+    type Error = Error;
+
+    delegated!(
+        deserialize_bool,
+        deserialize_i8,
+        deserialize_i16,
+        deserialize_i32,
+        deserialize_i64,
+        deserialize_i128,
+        deserialize_u8,
+        deserialize_u16,
+        deserialize_u32,
+        deserialize_u64,
+        deserialize_u128,
+        deserialize_f32,
+        deserialize_f64,
+        deserialize_char,
+        deserialize_bytes,
+        deserialize_byte_buf,
+        deserialize_unit
+    );
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.peek() {
+            Some(b'{') => self.visit_map(visitor),
+            Some(b'[') => self.visit_seq(visitor),
+            Some(b'"') => self.deserialize_str(visitor),
+            _ => self.delegate(|de| de::Deserializer::deserialize_any(de, visitor)),
+        }
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        if self.peek() == Some(b'"') {
+            if let Some(s) = self.plain_string()? {
+                return visitor.visit_borrowed_str(s);
+            }
+        }
+        self.delegate(|de| de::Deserializer::deserialize_str(de, visitor))
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.peek() {
+            Some(b'n') => {
+                self.literal("null")?;
+                visitor.visit_none()
+            }
+            Some(_) => visitor.visit_some(self),
+            None => Err(self.error("EOF while parsing a value")),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_unit(visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        if name == RAW_VALUE_TOKEN {
+            return self
+                .delegate(|de| de::Deserializer::deserialize_newtype_struct(de, name, visitor));
+        }
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.peek() {
+            Some(b'[') => self.visit_seq(visitor),
+            _ => self.delegate(|de| de::Deserializer::deserialize_seq(de, visitor)),
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.peek() {
+            Some(b'{') => self.visit_map(visitor),
+            _ => self.delegate(|de| de::Deserializer::deserialize_map(de, visitor)),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        // As serde_json: a struct may also be written as an array of its fields.
+        match self.peek() {
+            Some(b'{') => self.visit_map(visitor),
+            Some(b'[') => self.visit_seq(visitor),
+            _ => {
+                self.delegate(|de| de::Deserializer::deserialize_struct(de, name, fields, visitor))
+            }
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.delegate(|de| de::Deserializer::deserialize_enum(de, name, variants, visitor))
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.skip()?;
+        visitor.visit_unit()
+    }
+}
+
+#[cfg(test)]
+mod tests;
