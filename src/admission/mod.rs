@@ -4,8 +4,7 @@
 
 mod reader;
 
-use kube::core::admission::AdmissionResponse;
-use kube::core::{Status, TypeMeta};
+use serde::Serialize;
 
 use crate::kruise::workloadspread::WorkloadSpread;
 use crate::rules::{
@@ -54,16 +53,6 @@ pub struct Reviewed {
     pub operation: &'static str,
     pub rules: Vec<RuleId>,
     pub verdict: Option<Verdict>,
-}
-
-/// An allowing response to the request with this uid; the verdict fills in the rest.
-fn allowing(types: TypeMeta, uid: &str) -> AdmissionResponse {
-    let mut r = AdmissionResponse::invalid("");
-    r.types = types;
-    r.uid = uid.to_string();
-    r.allowed = true;
-    r.result = Status::default();
-    r
 }
 
 /// Answers one AdmissionReview body, without the live cluster.
@@ -127,9 +116,8 @@ fn review_with(
 ) -> Result<Reviewed, ReviewError> {
     let phase = endpoint.phase();
     let cluster_aware = !matches!(cluster, ClusterState::Absent);
-    let (types, req) = reader::parse_review(body, json, phase, rules, cluster_aware)?;
+    let req = reader::parse_review(body, json, phase, rules, cluster_aware)?;
     let op = reader::operation(&req.operation);
-    let response = allowing(types, &req.uid);
     let reviewed = Reviewed {
         body: Vec::new(),
         allowed: true,
@@ -198,11 +186,11 @@ fn review_with(
         }
         Use::Ignore => {
             let mut reviewed = reviewed;
-            reviewed.body = encode(response)?;
+            reviewed.body = encode(&reviewed.uid, None)?;
             return Ok(reviewed);
         }
     };
-    finish(reviewed, response, verdict)
+    finish(reviewed, verdict)
 }
 
 /// A WorkloadSpread the single pass kept raw.
@@ -234,37 +222,133 @@ fn spread_of(slot: Slot, field: &str, op: Operation) -> Result<WorkloadSpread, R
 }
 
 /// Puts a verdict into the response and the decision record.
-fn finish(
-    mut reviewed: Reviewed,
-    response: AdmissionResponse,
-    verdict: Verdict,
-) -> Result<Reviewed, ReviewError> {
-    let response = respond(response, &verdict)?;
+fn finish(mut reviewed: Reviewed, verdict: Verdict) -> Result<Reviewed, ReviewError> {
+    reviewed.body = encode(&reviewed.uid, Some(&verdict))?;
     reviewed.allowed = verdict.allowed();
     reviewed.rules = verdict.rules_run.clone();
     reviewed.verdict = Some(verdict);
-    reviewed.body = encode(response)?;
     Ok(reviewed)
 }
 
-/// Serializes the response review. kube-core writes `patch` as an array of numbers; the API
-/// defines it as base64 (Go's `[]byte`), which is what every apiserver and client expects.
-fn encode(response: AdmissionResponse) -> Result<Vec<u8>, ReviewError> {
+/// The response AdmissionReview, serialized once from borrowed parts (kube-core's
+/// `AdmissionResponse` would be built, and for a patch turned into a `serde_json::Value` and
+/// back, only to be written).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewOut<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    response: ResponseOut<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponseOut<'a> {
+    uid: &'a str,
+    allowed: bool,
+    status: StatusOut<'a>,
+    /// Base64, as the API defines it (Go's `[]byte`); kube-core would write an array of numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
+}
+
+/// A `metav1.Status`: empty when allowed.
+#[derive(Default, Serialize)]
+struct StatusOut<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<DetailsOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct DetailsOut<'a> {
+    causes: Vec<CauseOut<'a>>,
+}
+
+#[derive(Serialize)]
+struct CauseOut<'a> {
+    reason: &'static str,
+    message: String,
+    #[serde(serialize_with = "as_text")]
+    field: &'a crate::k8s::fieldpath::FieldPath,
+}
+
+fn as_text<S: serde::Serializer>(
+    v: &&crate::k8s::fieldpath::FieldPath,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// Every patch operation of a verdict, in order, serialized without copying them.
+struct PatchOps<'a>(&'a [rules::Patch]);
+
+impl Serialize for PatchOps<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().flat_map(|p| p.ops.iter()))
+    }
+}
+
+/// Serializes the response review: a denial lists every error in the message and one
+/// `details.causes` entry each; hints and warn-action findings become warnings.
+fn encode(uid: &str, verdict: Option<&Verdict>) -> Result<Vec<u8>, ReviewError> {
     use base64::Engine;
     let enc =
         |e: serde_json::Error| ReviewError::Internal(format!("cannot encode the response: {e}"));
-    let patch = response.patch.clone();
-    let review = response.into_review();
-    match patch {
-        None => serde_json::to_vec(&review).map_err(enc),
-        Some(bytes) => {
-            let mut v = serde_json::to_value(&review).map_err(enc)?;
-            v["response"]["patch"] = base64::engine::general_purpose::STANDARD
-                .encode(bytes)
-                .into();
-            serde_json::to_vec(&v).map_err(enc)
+    let mut response = ResponseOut {
+        uid,
+        allowed: true,
+        status: StatusOut::default(),
+        patch: None,
+        patch_type: None,
+        warnings: Vec::new(),
+    };
+    if let Some(verdict) = verdict {
+        if !verdict.patches.is_empty() {
+            let ops = serde_json::to_vec(&PatchOps(&verdict.patches)).map_err(enc)?;
+            response.patch = Some(base64::engine::general_purpose::STANDARD.encode(ops));
+            response.patch_type = Some("JSONPatch");
+        }
+        if verdict.has_warnings() {
+            response.warnings = verdict.warnings();
+        }
+        if let Some(message) = verdict.denial_message() {
+            response.allowed = false;
+            response.status = StatusOut {
+                status: Some("Failure"),
+                code: Some(403),
+                message: Some(message),
+                reason: Some("Forbidden"),
+                details: Some(DetailsOut {
+                    causes: verdict
+                        .denials()
+                        .map(|f| CauseOut {
+                            reason: f.error.kind.cause(),
+                            message: f.error.body(),
+                            field: &f.error.path,
+                        })
+                        .collect(),
+                }),
+            };
         }
     }
+    serde_json::to_vec(&ReviewOut {
+        api_version: API_VERSION,
+        kind: "AdmissionReview",
+        response,
+    })
+    .map_err(enc)
 }
 
 /// The request's object with a mutation's patch applied: what the apiserver will store.
@@ -278,45 +362,6 @@ pub fn patched_object(body: &[u8], reviewed: &Reviewed) -> Result<serde_json::Va
         })?;
     }
     Ok(object)
-}
-
-/// Turns a verdict into the AdmissionResponse fields: a denial lists every error in the message
-/// and one `details.causes` entry each; hints and warn-action findings become warnings.
-fn respond(
-    mut response: AdmissionResponse,
-    verdict: &Verdict,
-) -> Result<AdmissionResponse, ReviewError> {
-    if !verdict.patches.is_empty() {
-        response = response
-            .with_patch(json_patch::Patch(verdict.patch_ops()))
-            .map_err(|e| ReviewError::Internal(format!("cannot encode the patch: {e}")))?;
-    }
-    let warnings = verdict.warnings();
-    if !warnings.is_empty() {
-        response.warnings = Some(warnings);
-    }
-    if let Some(message) = verdict.denial_message() {
-        let causes = verdict
-            .denials()
-            .map(|f| kube::core::response::StatusCause {
-                reason: f.error.kind.cause().to_string(),
-                message: f.error.body(),
-                field: f.error.path.to_string(),
-            })
-            .collect();
-        response = response.deny(&message);
-        response.result = Status::failure(&message, "Forbidden")
-            .with_code(403)
-            .with_details(kube::core::response::StatusDetails {
-                name: String::new(),
-                group: String::new(),
-                kind: String::new(),
-                uid: String::new(),
-                causes,
-                retry_after_seconds: 0,
-            });
-    }
-    Ok(response)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use std::fmt;
 
 use kube::core::admission::Operation as KubeOperation;
-use kube::core::{GroupVersionKind, TypeMeta};
+use kube::core::GroupVersionKind;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -444,7 +444,7 @@ pub(super) fn parse_review<'de>(
     phase: Phase,
     rules: &RuleSet,
     cluster_aware: bool,
-) -> Result<(TypeMeta, Request<'de>), ReviewError> {
+) -> Result<Request<'de>, ReviewError> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| *b != b'{')
         && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
@@ -490,7 +490,7 @@ pub(super) fn parse_review<'de>(
     let req = env
         .request
         .ok_or_else(|| ReviewError::BadRequest("AdmissionReview has no request".to_string()))?;
-    Ok((TypeMeta { api_version, kind }, req))
+    Ok(req)
 }
 
 /// The pod template of an object a rule reads, whichever way the single pass left it.

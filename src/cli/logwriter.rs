@@ -74,8 +74,9 @@ pub fn batch<W: Write + Send + 'static>(mut out: W) -> (BatchWriter, Guard) {
     (BatchWriter(shared.clone()), Guard { shared, thread })
 }
 
-impl Write for BatchWriter {
-    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+impl BatchWriter {
+    /// Appends a whole line (or several).
+    pub fn append(&self, line: &[u8]) -> std::io::Result<()> {
         let mut b = self
             .0
             .buf
@@ -94,6 +95,13 @@ impl Write for BatchWriter {
         if first {
             self.0.wake.notify_one();
         }
+        Ok(())
+    }
+}
+
+impl Write for BatchWriter {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        self.append(line)?;
         Ok(line.len())
     }
 

@@ -875,9 +875,24 @@ fn init_logging(format: LogFormat) -> logwriter::Guard {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let (writer, guard) = logwriter::batch(std::io::stderr());
+    let ansi = std::io::stderr().is_terminal();
+    // Decision lines skip tracing's formatting but keep its filter and format (colors excepted).
+    if !ansi {
+        let decisions = writer.clone();
+        let format = match format {
+            LogFormat::Text => crate::server::decisions::Format::Text,
+            LogFormat::Json => crate::server::decisions::Format::Json,
+        };
+        crate::server::decisions::install(
+            format,
+            Box::new(move |line| {
+                let _ = decisions.append(line);
+            }),
+        );
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(ansi)
         .with_writer(writer);
     let _ = match format {
         LogFormat::Text => builder.try_init(),

@@ -2,6 +2,7 @@
 //! what running in a cluster needs: metrics, certificate and rule-file reloads, readiness, and a
 //! graceful stop on SIGTERM.
 
+pub mod decisions;
 pub mod metrics;
 pub mod tls;
 
@@ -235,30 +236,27 @@ fn answer(
                 .verdict
                 .as_ref()
                 .map_or(Outcome::Allowed, Verdict::outcome);
-            let names: Vec<&str> = r.rules.iter().map(|r| r.as_str()).collect();
             // Decisions that change something are logged; plain allows are only counted (a log
             // line costs about as much as the review itself), and RUST_LOG=debug shows them too.
-            macro_rules! decision {
-                ($level:ident) => {
-                    tracing::$level!(
-                        uid = %r.uid,
-                        namespace = %r.namespace,
-                        name = %r.name,
-                        operation = r.operation,
-                        endpoint = ?endpoint,
-                        rules = %names.join(","),
-                        verdict = verdict.as_str(),
-                        allowed = r.allowed,
-                        micros = elapsed.as_micros() as u64,
-                        "admission decision"
-                    )
-                };
-            }
-            if verdict == Outcome::Allowed {
-                decision!(debug);
+            let level = if verdict == Outcome::Allowed {
+                tracing::Level::DEBUG
             } else {
-                decision!(info);
-            }
+                tracing::Level::INFO
+            };
+            decisions::log(
+                level,
+                &decisions::Decision {
+                    uid: &r.uid,
+                    namespace: &r.namespace,
+                    name: &r.name,
+                    operation: r.operation,
+                    endpoint,
+                    rules: &r.rules,
+                    verdict: verdict.as_str(),
+                    allowed: r.allowed,
+                    micros: elapsed.as_micros() as u64,
+                },
+            );
             HttpResponse::Ok()
                 .content_type("application/json")
                 .body(r.body)
