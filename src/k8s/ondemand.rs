@@ -29,57 +29,25 @@ const MAX_DEPTH: u32 = 128;
 /// serde_json's name for a raw value (`serde_json::value::RawValue`).
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of every byte of `v` that is below `n` (n <= 128). Only the lowest set bit is
-/// exact (a borrow can mark bytes above it), which is all the scans below use.
-#[inline]
-fn bytes_below(v: u64, n: u8) -> u64 {
-    v.wrapping_sub(ONES * u64::from(n)) & !v & HIGHS
-}
-
-#[inline]
-fn bytes_equal(v: u64, b: u8) -> u64 {
-    bytes_below(v ^ (ONES * u64::from(b)), 1)
-}
-
-/// The first `"` or `\` at or after `i`.
-#[inline]
-fn quote_or_backslash(b: &[u8], mut i: usize) -> Option<usize> {
-    while let Some(chunk) = b.get(i..i + 8) {
-        let Ok(w) = <[u8; 8]>::try_from(chunk) else {
-            break;
-        };
-        let w = u64::from_le_bytes(w);
-        let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\');
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    while let Some(&c) = b.get(i) {
-        if c == b'"' || c == b'\\' {
-            return Some(i);
-        }
-        i += 1;
-    }
-    None
-}
-
 /// The first `"`, `\` or control character at or after `i`: where a plain string stops.
+/// Sixteen bytes at a time (one SIMD compare of each kind); most keys and values end in the
+/// first sixteen.
 #[inline]
 fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
-    while let Some(chunk) = b.get(i..i + 8) {
-        let Ok(w) = <[u8; 8]>::try_from(chunk) else {
+    use wide::u8x16;
+    while let Some(chunk) = b.get(i..i + 16) {
+        let Ok(bytes) = <[u8; 16]>::try_from(chunk) else {
             break;
         };
-        let w = u64::from_le_bytes(w);
-        let m = bytes_equal(w, b'"') | bytes_equal(w, b'\\') | bytes_below(w, 0x20);
+        let v = u8x16::new(bytes);
+        let stop = v.simd_eq(u8x16::splat(b'"'))
+            | v.simd_eq(u8x16::splat(b'\\'))
+            | v.min(u8x16::splat(0x1f)).simd_eq(v);
+        let m = stop.to_bitmask();
         if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
+            return Some(i + m.trailing_zeros() as usize);
         }
-        i += 8;
+        i += 16;
     }
     while let Some(&c) = b.get(i) {
         if c == b'"' || c == b'\\' || c < 0x20 {
@@ -90,16 +58,16 @@ fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
     None
 }
 
-/// The 64 bytes at `i`, padded with spaces past the end.
+/// The 64 bytes at `i`, scanned in place, or padded with spaces past the end.
 #[inline]
-fn block_at(b: &[u8], i: usize) -> [u8; 64] {
-    match b.get(i..i + 64).and_then(|s| <[u8; 64]>::try_from(s).ok()) {
-        Some(block) => block,
+fn scan_block(scan: &mut Blocks, b: &[u8], i: usize) -> Masks {
+    match b.get(i..i + 64).and_then(|s| <&[u8; 64]>::try_from(s).ok()) {
+        Some(block) => scan.next(block),
         None => {
             let mut block = [b' '; 64];
             let rest = b.get(i..).unwrap_or(&[]);
             block[..rest.len()].copy_from_slice(rest);
-            block
+            scan.next(&block)
         }
     }
 }
@@ -258,16 +226,20 @@ impl<'de> Deserializer<'de> {
     /// After the opening quote at `start - 1`: the position after the closing quote.
     fn skip_string(&self, start: usize) -> Result<usize, Error> {
         let b = self.bytes();
-        // Most strings end within a word: look there first.
-        if let Some(j) = quote_or_backslash(b, start) {
-            if b.get(j) == Some(&b'"') {
+        // Most strings end within sixteen bytes, without an escape: look there first.
+        if let Some(Ok(chunk)) = b.get(start..start + 16).map(<[u8; 16]>::try_from) {
+            use wide::u8x16;
+            let v = u8x16::new(chunk);
+            let m = (v.simd_eq(u8x16::splat(b'"')) | v.simd_eq(u8x16::splat(b'\\'))).to_bitmask();
+            let j = start + m.trailing_zeros() as usize;
+            if m != 0 && b.get(j) == Some(&b'"') {
                 return Ok(j + 1);
             }
         }
         let mut scan = Blocks::in_string();
         let mut i = start;
         while i < b.len() {
-            let m = scan.next(&block_at(b, i));
+            let m = scan_block(&mut scan, b, i);
             if m.quotes != 0 {
                 return Ok(i + m.quotes.trailing_zeros() as usize + 1);
             }
@@ -287,7 +259,7 @@ impl<'de> Deserializer<'de> {
         let mut depth: u32 = 0;
         let mut i = start;
         while i < b.len() {
-            let m = scan.next(&block_at(b, i));
+            let m = scan_block(&mut scan, b, i);
             let (open, close) = (m.open & !m.inside, m.close & !m.inside);
             if depth > close.count_ones() {
                 depth = depth + open.count_ones() - close.count_ones();
@@ -371,6 +343,65 @@ impl<'de> Deserializer<'de> {
         }
     }
 
+    /// A plain integer, consumed: no fraction, exponent or leading zero, at most 18 digits
+    /// (no overflow), not `-0` (serde_json reads it as a float), and followed by the end of a
+    /// value. `None` (nothing consumed) for anything else.
+    #[inline]
+    fn plain_integer(&mut self) -> Option<Number> {
+        self.peek()?;
+        let b = self.bytes();
+        let negative = b.get(self.pos) == Some(&b'-');
+        let first = self.pos + usize::from(negative);
+        let mut i = first;
+        let mut n: u64 = 0;
+        while let Some(&c) = b.get(i) {
+            if !c.is_ascii_digit() {
+                break;
+            }
+            n = n * 10 + u64::from(c - b'0');
+            i += 1;
+            if i - first > 18 {
+                return None;
+            }
+        }
+        let digits = i - first;
+        let leading_zero = digits > 1 && b.get(first) == Some(&b'0');
+        let ends = b
+            .get(i)
+            .is_none_or(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'));
+        if digits == 0 || leading_zero || !ends || (negative && n == 0) {
+            return None;
+        }
+        self.pos = i;
+        Some(if negative {
+            Number::Negative(-(n as i64))
+        } else {
+            Number::NonNegative(n)
+        })
+    }
+
+    /// `true` or `false` followed by the end of a value, consumed.
+    #[inline]
+    fn plain_bool(&mut self) -> Option<bool> {
+        self.peek()?;
+        let rest = self.bytes().get(self.pos..)?;
+        let (value, len) = if rest.starts_with(b"true") {
+            (true, 4)
+        } else if rest.starts_with(b"false") {
+            (false, 5)
+        } else {
+            return None;
+        };
+        let ends = rest
+            .get(len)
+            .is_none_or(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'));
+        if !ends {
+            return None;
+        }
+        self.pos += len;
+        Some(value)
+    }
+
     fn enter(&mut self) -> Result<(), Error> {
         self.depth += 1;
         if self.depth >= MAX_DEPTH {
@@ -421,6 +452,12 @@ impl<'de> Deserializer<'de> {
             _ => Err(self.error("expected ident")),
         }
     }
+}
+
+/// An integer as serde_json hands it to a visitor.
+enum Number {
+    NonNegative(u64),
+    Negative(i64),
 }
 
 /// The entries of a map or the elements of an array being read.
@@ -506,6 +543,21 @@ impl<'de> de::SeqAccess<'de> for Access<'_, 'de> {
     }
 }
 
+/// Number methods: a plain integer is read here and given to the visitor as serde_json gives it
+/// (`visit_u64`, or `visit_i64` when negative; the visitor converts); any other number is
+/// serde_json's.
+macro_rules! numbers {
+    ($($method:ident),*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.plain_integer() {
+                Some(Number::NonNegative(n)) => visitor.visit_u64(n),
+                Some(Number::Negative(n)) => visitor.visit_i64(n),
+                None => self.delegate(|de| de::Deserializer::$method(de, visitor)),
+            }
+        }
+    )*};
+}
+
 /// Methods that serde_json answers for the whole value.
 macro_rules! delegated {
     ($($method:ident),*) => {$(
@@ -518,8 +570,7 @@ macro_rules! delegated {
 impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
     type Error = Error;
 
-    delegated!(
-        deserialize_bool,
+    numbers!(
         deserialize_i8,
         deserialize_i16,
         deserialize_i32,
@@ -531,18 +582,34 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         deserialize_u64,
         deserialize_u128,
         deserialize_f32,
-        deserialize_f64,
+        deserialize_f64
+    );
+
+    delegated!(
         deserialize_char,
         deserialize_bytes,
         deserialize_byte_buf,
         deserialize_unit
     );
 
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.plain_bool() {
+            Some(b) => visitor.visit_bool(b),
+            None => self.delegate(|de| de::Deserializer::deserialize_bool(de, visitor)),
+        }
+    }
+
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         match self.peek() {
             Some(b'{') => self.visit_map(visitor),
             Some(b'[') => self.visit_seq(visitor),
             Some(b'"') => self.deserialize_str(visitor),
+            Some(b't' | b'f') => self.deserialize_bool(visitor),
+            Some(b'-' | b'0'..=b'9') => match self.plain_integer() {
+                Some(Number::NonNegative(n)) => visitor.visit_u64(n),
+                Some(Number::Negative(n)) => visitor.visit_i64(n),
+                None => self.delegate(|de| de::Deserializer::deserialize_any(de, visitor)),
+            },
             _ => self.delegate(|de| de::Deserializer::deserialize_any(de, visitor)),
         }
     }
