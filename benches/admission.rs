@@ -1,11 +1,12 @@
-//! One review's cost per rule, and the cost of reading an AdmissionReview, on recorded bodies.
-//! Run with `cargo bench --bench admission`.
+//! One review's cost per rule, and the cost of reading an AdmissionReview, on recorded bodies as
+//! the apiserver sends them (compact), with the on-demand reader and with serde_json reading the
+//! whole body (the reference), measured in the same run. Run with `cargo bench --bench admission`.
 
 // Test and benchmark helpers fail loudly on broken fixtures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use placement_guard::admission::{review, Endpoint};
+use placement_guard::admission::{review, review_reference, Endpoint};
 use placement_guard::rules::config::RuleSet;
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -65,35 +66,43 @@ fn bench(c: &mut Criterion) {
     ];
     let mut g = c.benchmark_group("review");
     for (name, file, endpoint) in cases {
-        let body = fixture(file);
+        let body = compact(&fixture(file));
         g.throughput(Throughput::Bytes(body.len() as u64));
-        g.bench_function(name, |b| {
+        g.bench_function(format!("{name} (on demand)"), |b| {
             b.iter(|| review(&body, endpoint, &rules).unwrap())
+        });
+        g.bench_function(format!("{name} (reference: serde_json)"), |b| {
+            b.iter(|| review_reference(&body, endpoint, &rules).unwrap())
         });
     }
     g.finish();
 
-    // Reading alone: a full serde_json::Value parse of the same body, for comparison with the
-    // envelope + partial typed read that `review` does.
-    let body = fixture("pod-update-add-nodeselector-gated.validate.json");
+    // Reading alone: scanning the body while keeping nothing, the floor for any reader.
+    let pretty = fixture("pod-update-add-nodeselector-gated.validate.json");
+    let body = compact(&pretty);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+        serde_json::from_slice::<serde_json::Value>(&pretty).unwrap()
+    );
+    let text = std::str::from_utf8(&body).unwrap();
     let mut g = c.benchmark_group("parse");
     g.throughput(Throughput::Bytes(body.len() as u64));
     g.bench_function("serde_json::Value of the whole review", |b| {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(&body).unwrap())
     });
-    // The floor for any serde_json reader: scanning the body while keeping nothing.
     g.bench_function("serde_json scan keeping nothing (IgnoredAny)", |b| {
-        b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(&body).unwrap())
+        b.iter(|| serde_json::from_str::<serde::de::IgnoredAny>(text).unwrap())
     });
-    // The same request as the apiserver sends it (compact), through the whole review.
-    let wire = compact(&body);
-    assert_eq!(
-        serde_json::from_slice::<serde_json::Value>(&wire).unwrap(),
-        serde_json::from_slice::<serde_json::Value>(&body).unwrap()
-    );
-    g.throughput(Throughput::Bytes(wire.len() as u64));
-    g.bench_function("review of the gated pod UPDATE, compact as sent", |b| {
-        b.iter(|| review(&wire, Endpoint::Validate, &rules).unwrap())
+    g.bench_function("on-demand scan keeping nothing (IgnoredAny)", |b| {
+        b.iter(|| {
+            let mut de = placement_guard::k8s::ondemand::Deserializer::new(text);
+            <serde::de::IgnoredAny as serde::Deserialize>::deserialize(&mut de).unwrap()
+        })
+    });
+    // The same request as stored (pretty-printed, 12 KB).
+    g.throughput(Throughput::Bytes(pretty.len() as u64));
+    g.bench_function("review of the gated pod UPDATE, pretty-printed", |b| {
+        b.iter(|| review(&pretty, Endpoint::Validate, &rules).unwrap())
     });
     g.finish();
 }

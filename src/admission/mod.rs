@@ -68,7 +68,11 @@ pub fn review_in(
     rules: &RuleSet,
     cluster: ClusterState,
 ) -> Result<Reviewed, ReviewError> {
+    // A body the on-demand reader cannot answer is answered by the reference, so that every
+    // refusal carries serde_json's reason (the on-demand reader may also have passed over a
+    // malformed value no rule reads).
     review_with(body, JsonReader::OnDemand, endpoint, rules, cluster)
+        .or_else(|_| review_with(body, JsonReader::Reference, endpoint, rules, cluster))
 }
 
 /// [`review`] with serde_json reading the whole body: the reference the on-demand reader is
@@ -800,5 +804,118 @@ mod warning_lengths {
             }
         }
         assert!(seen > 10, "only {seen} warnings");
+    }
+}
+
+/// The on-demand reader held to serde_json reading the whole body (the `review` fuzz target
+/// checks the same on arbitrary bodies).
+#[cfg(test)]
+mod readers_agree {
+    use super::*;
+
+    fn fixtures() -> Vec<(String, Vec<u8>)> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/admission-reviews");
+        let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn rule_sets() -> [RuleSet; 2] {
+        let mut all = RuleSet::default();
+        all.spec.workload_spread.enabled = true;
+        [RuleSet::default(), all]
+    }
+
+    fn nulled(body: &[u8], skipped: &[std::ops::Range<usize>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        for r in skipped {
+            out.extend_from_slice(&body[at..r.start]);
+            out.extend_from_slice(b"null");
+            at = r.end;
+        }
+        out.extend_from_slice(&body[at..]);
+        out
+    }
+
+    /// The fuzz target's property on one body; which of its cases held.
+    fn agree(body: &[u8]) -> [usize; 3] {
+        let mut seen = [0; 3];
+        for rules in rule_sets() {
+            for endpoint in [Endpoint::Validate, Endpoint::Mutate] {
+                let fast = review(body, endpoint, &rules);
+                let reference = review_reference(body, endpoint, &rules);
+                let shown = String::from_utf8_lossy(body);
+                match (fast, reference) {
+                    (Ok(f), Ok(r)) => {
+                        assert_eq!(f.body, r.body, "{shown}");
+                        seen[0] += 1;
+                    }
+                    (Err(f), Err(r)) => {
+                        assert_eq!(f, r, "{shown}");
+                        seen[1] += 1;
+                    }
+                    (Err(f), Ok(_)) => {
+                        panic!("on-demand refused what serde_json reads: {f}\n{shown}")
+                    }
+                    (Ok(f), Err(_)) => {
+                        let skipped = skipped_values(body, endpoint, &rules).unwrap();
+                        let r = review_reference(&nulled(body, &skipped), endpoint, &rules)
+                            .unwrap_or_else(|e| panic!("{e}: nulled\n{shown}"));
+                        assert_eq!(f.body, r.body, "{shown}");
+                        seen[2] += 1;
+                    }
+                }
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn recorded_reviews_get_the_same_answer_from_both_readers() {
+        let mut n = 0;
+        for (name, body) in fixtures() {
+            let seen = agree(&body);
+            assert_eq!(seen[0], 4, "{name}: {seen:?}");
+            // Compact, as the apiserver sends them.
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(agree(&serde_json::to_vec(&v).unwrap())[0], 4, "{name}");
+            n += 1;
+        }
+        assert!(n > 20, "only {n} fixtures");
+    }
+
+    /// Recorded reviews with bytes replaced (a fixed pseudo-random sequence): every case of the
+    /// property is met, the lenient one included.
+    #[test]
+    fn damaged_reviews_get_the_same_answer_or_differ_only_in_skipped_values() {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut seen = [0; 3];
+        for (_, body) in fixtures() {
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            let wire = serde_json::to_vec(&v).unwrap();
+            for _ in 0..40 {
+                let mut b = wire.clone();
+                for _ in 0..1 + next() % 3 {
+                    let at = (next() % b.len() as u64) as usize;
+                    b[at] = b"{}[]\",:\\0an -"[(next() % 13) as usize];
+                }
+                for (k, s) in agree(&b).iter().enumerate() {
+                    seen[k] += s;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s > 20), "{seen:?}");
     }
 }

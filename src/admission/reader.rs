@@ -394,7 +394,8 @@ impl<'de> Visitor<'de> for ReviewVisitor<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JsonReader {
     /// [`crate::k8s::ondemand`]: values no rule reads are only checked for structure. A body it
-    /// refuses is read again by serde_json, so errors are serde_json's.
+    /// cannot answer is answered by [`JsonReader::Reference`] ([`super::review_in`]), so
+    /// refusals are the reference's.
     OnDemand,
     /// serde_json throughout: the reference the on-demand reader is tested against.
     Reference,
@@ -458,15 +459,14 @@ pub(super) fn parse_review<'de>(
         rules,
         cluster_aware,
     };
-    let fast = match reader {
-        JsonReader::OnDemand => std::str::from_utf8(body)
-            .ok()
-            .and_then(|text| read_review_on_demand(text, direct, None).ok()),
-        JsonReader::Reference => None,
-    };
-    let env = match fast {
-        Some(env) => Ok(env),
-        None => read_review(body, direct).or_else(|_| read_review(body, Read::Deferred)),
+    let env = match reader {
+        JsonReader::OnDemand => match std::str::from_utf8(body) {
+            Ok(text) => read_review_on_demand(text, direct, None),
+            Err(e) => Err(serde::de::Error::custom(e)),
+        },
+        JsonReader::Reference => {
+            read_review(body, direct).or_else(|_| read_review(body, Read::Deferred))
+        }
     }
     .map_err(|e| {
         if e.is_syntax() || e.is_eof() {
