@@ -3,8 +3,7 @@
 //! read in one pass by [`reader`]; this module turns the verdict into the response.
 
 mod reader;
-
-use serde::Serialize;
+mod response;
 
 use crate::kruise::workloadspread::WorkloadSpread;
 use crate::rules::{
@@ -234,125 +233,10 @@ fn finish(mut reviewed: Reviewed, verdict: Verdict) -> Result<Reviewed, ReviewEr
     Ok(reviewed)
 }
 
-/// The response AdmissionReview, serialized once from borrowed parts (kube-core's
-/// `AdmissionResponse` would be built, and for a patch turned into a `serde_json::Value` and
-/// back, only to be written).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReviewOut<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    response: ResponseOut<'a>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ResponseOut<'a> {
-    uid: &'a str,
-    allowed: bool,
-    status: StatusOut<'a>,
-    /// Base64, as the API defines it (Go's `[]byte`); kube-core would write an array of numbers.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch_type: Option<&'static str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
-}
-
-/// A `metav1.Status`: empty when allowed.
-#[derive(Default, Serialize)]
-struct StatusOut<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    code: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    details: Option<DetailsOut<'a>>,
-}
-
-#[derive(Serialize)]
-struct DetailsOut<'a> {
-    causes: Vec<CauseOut<'a>>,
-}
-
-#[derive(Serialize)]
-struct CauseOut<'a> {
-    reason: &'static str,
-    message: String,
-    #[serde(serialize_with = "as_text")]
-    field: &'a crate::k8s::fieldpath::FieldPath,
-}
-
-fn as_text<S: serde::Serializer>(
-    v: &&crate::k8s::fieldpath::FieldPath,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    s.collect_str(v)
-}
-
-/// Every patch operation of a verdict, in order, serialized without copying them.
-struct PatchOps<'a>(&'a [rules::Patch]);
-
-impl Serialize for PatchOps<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().flat_map(|p| p.ops.iter()))
-    }
-}
-
-/// Serializes the response review: a denial lists every error in the message and one
-/// `details.causes` entry each; hints and warn-action findings become warnings.
+/// Serializes the response review.
 fn encode(uid: &str, verdict: Option<&Verdict>) -> Result<Vec<u8>, ReviewError> {
-    use base64::Engine;
-    let enc =
-        |e: serde_json::Error| ReviewError::Internal(format!("cannot encode the response: {e}"));
-    let mut response = ResponseOut {
-        uid,
-        allowed: true,
-        status: StatusOut::default(),
-        patch: None,
-        patch_type: None,
-        warnings: Vec::new(),
-    };
-    if let Some(verdict) = verdict {
-        if !verdict.patches.is_empty() {
-            let ops = serde_json::to_vec(&PatchOps(&verdict.patches)).map_err(enc)?;
-            response.patch = Some(base64::engine::general_purpose::STANDARD.encode(ops));
-            response.patch_type = Some("JSONPatch");
-        }
-        if verdict.has_warnings() {
-            response.warnings = verdict.warnings();
-        }
-        if let Some(message) = verdict.denial_message() {
-            response.allowed = false;
-            response.status = StatusOut {
-                status: Some("Failure"),
-                code: Some(403),
-                message: Some(message),
-                reason: Some("Forbidden"),
-                details: Some(DetailsOut {
-                    causes: verdict
-                        .denials()
-                        .map(|f| CauseOut {
-                            reason: f.error.kind.cause(),
-                            message: f.error.body(),
-                            field: &f.error.path,
-                        })
-                        .collect(),
-                }),
-            };
-        }
-    }
-    serde_json::to_vec(&ReviewOut {
-        api_version: API_VERSION,
-        kind: "AdmissionReview",
-        response,
-    })
-    .map_err(enc)
+    response::encode(uid, verdict)
+        .map_err(|e| ReviewError::Internal(format!("cannot encode the response: {e}")))
 }
 
 /// The request's object with a mutation's patch applied: what the apiserver will store.

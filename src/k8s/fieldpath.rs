@@ -246,7 +246,14 @@ impl FieldError {
 
     /// Everything after `path: `, as `field.Error.ErrorBody` renders it.
     pub fn body(&self) -> String {
-        let mut s = self.kind.label().to_string();
+        let mut s = String::new();
+        let _ = self.write_body(&mut s);
+        s
+    }
+
+    /// [`FieldError::body`], written into `w`.
+    pub fn write_body<W: fmt::Write + ?Sized>(&self, w: &mut W) -> fmt::Result {
+        w.write_str(self.kind.label())?;
         if let (
             Some(v),
             ErrorType::Invalid
@@ -255,20 +262,21 @@ impl FieldError {
             | ErrorType::NotFound,
         ) = (&self.value, self.kind)
         {
-            s.push_str(": ");
-            s.push_str(&render_value(v));
+            w.write_str(": ")?;
+            w.write_str(&render_value(v))?;
         }
         if !self.detail.is_empty() {
-            s.push_str(": ");
-            s.push_str(&self.detail);
+            w.write_str(": ")?;
+            w.write_str(&self.detail)?;
         }
-        s
+        Ok(())
     }
 }
 
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.body())
+        write!(f, "{}: ", self.path)?;
+        self.write_body(f)
     }
 }
 

@@ -33,7 +33,7 @@ const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 /// Sixteen bytes at a time (one SIMD compare of each kind); most keys and values end in the
 /// first sixteen.
 #[inline]
-fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
     use wide::u8x16;
     while let Some(chunk) = b.get(i..i + 16) {
         let Ok(bytes) = <[u8; 16]>::try_from(chunk) else {

@@ -2,6 +2,8 @@
 //! `deny` vs `warn` is carried on each finding; the adapters turn a verdict into an
 //! AdmissionResponse, diagnostics or metrics without knowing which rule said what.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 use super::RuleId;
@@ -49,10 +51,21 @@ pub struct Note {
 impl Note {
     /// The note as one AdmissionResponse warning.
     pub fn warning(&self) -> String {
-        match self.voice {
-            Voice::Rule => format!("{}: {}", self.rule, self.message),
-            Voice::Tool => format!("placement-guard: {}", self.message),
+        self.as_warning().to_string()
+    }
+
+    /// [`Note::warning`], formatted where it is written.
+    pub fn as_warning(&self) -> impl fmt::Display + '_ {
+        struct Warning<'a>(&'a Note);
+        impl fmt::Display for Warning<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.0.voice {
+                    Voice::Rule => write!(f, "{}: {}", self.0.rule, self.0.message),
+                    Voice::Tool => write!(f, "placement-guard: {}", self.0.message),
+                }
+            }
         }
+        Warning(self)
     }
 }
 
@@ -124,29 +137,55 @@ impl Verdict {
 
     /// Warnings for the AdmissionResponse: warn-action findings, then every hint, then notes.
     pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .findings
-            .iter()
-            .filter(|f| f.action == Action::Warn)
-            .map(|f| format!("{}: {}", f.rule, f.error))
-            .collect();
-        out.extend(
-            self.findings
-                .iter()
-                .filter_map(|f| f.hint.as_ref().map(|h| format!("{}: {}", f.rule, h))),
-        );
-        out.extend(self.notes.iter().map(Note::warning));
+        let mut out = Vec::new();
+        self.each_warning(|w| out.push(w.to_string()));
         out
+    }
+
+    /// [`Verdict::warnings`] one at a time, each formatted where it is written.
+    pub fn each_warning(&self, mut f: impl FnMut(fmt::Arguments<'_>)) {
+        for w in self.findings.iter().filter(|w| w.action == Action::Warn) {
+            f(format_args!("{}: {}", w.rule, w.error));
+        }
+        for w in &self.findings {
+            if let Some(h) = &w.hint {
+                f(format_args!("{}: {}", w.rule, h));
+            }
+        }
+        for n in &self.notes {
+            f(format_args!("{}", n.as_warning()));
+        }
     }
 
     /// The denial message in Kubernetes' aggregate style: one error alone, several as `[a, b]`.
     pub fn denial_message(&self) -> Option<String> {
-        let mut errs: Vec<String> = self.denials().map(|f| f.error.to_string()).collect();
-        match errs.len() {
-            0 => None,
-            1 => errs.pop(),
-            _ => Some(format!("[{}]", errs.join(", "))),
+        let mut s = String::new();
+        self.write_denial_message(&mut s).ok()?.then_some(s)
+    }
+
+    /// [`Verdict::denial_message`] written into `w`; false (nothing written) when nothing is
+    /// denied.
+    pub fn write_denial_message<W: fmt::Write + ?Sized>(
+        &self,
+        w: &mut W,
+    ) -> Result<bool, fmt::Error> {
+        let n = self.denials().count();
+        if n == 0 {
+            return Ok(false);
         }
+        if n > 1 {
+            w.write_char('[')?;
+        }
+        for (i, f) in self.denials().enumerate() {
+            if i > 0 {
+                w.write_str(", ")?;
+            }
+            write!(w, "{}", f.error)?;
+        }
+        if n > 1 {
+            w.write_char(']')?;
+        }
+        Ok(true)
     }
 
     /// The whole request's outcome: a denial outweighs a patch, a patch a warning.
