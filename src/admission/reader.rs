@@ -422,6 +422,9 @@ pub(super) fn read_review<'de>(
 }
 
 /// The on-demand read of a UTF-8 body; with `skips`, the byte ranges of the values it skipped.
+/// The envelope and the pod templates are read by hand ([`direct_review`],
+/// [`workload::read_direct`]); a body of any other shape is an error, and the caller reads it
+/// with the reference.
 pub(super) fn read_review_on_demand<'de>(
     text: &'de str,
     read: Read<'_>,
@@ -431,12 +434,244 @@ pub(super) fn read_review_on_demand<'de>(
     if skips.is_some() {
         de = de.record_skips();
     }
-    let review = de::Deserializer::deserialize_map(&mut de, ReviewVisitor(read))?;
+    let review = direct_review(&mut de, read)?;
     de.end()?;
     if let Some(s) = skips {
         s.extend_from_slice(de.skipped());
     }
     Ok(review)
+}
+
+/// Reads a field once: a repeat is serde's `duplicate field` error.
+fn first<T>(slot: &Option<T>) -> Result<(), serde_json::Error> {
+    match slot {
+        Some(_) => Err(de::Error::custom("duplicate field")),
+        None => Ok(()),
+    }
+}
+
+/// [`ReviewVisitor`] by hand.
+fn direct_review<'de>(
+    de: &mut ondemand::Deserializer<'de>,
+    read: Read<'_>,
+) -> Result<Review<'de>, serde_json::Error> {
+    let mut api_version: Option<Option<String>> = None;
+    let mut kind: Option<Option<String>> = None;
+    let mut request: Option<Option<Request<'de>>> = None;
+    de.read_object(|de, key| {
+        match key {
+            "apiVersion" => {
+                first(&api_version)?;
+                api_version = Some(opt_string(de)?);
+            }
+            "kind" => {
+                first(&kind)?;
+                kind = Some(opt_string(de)?);
+            }
+            "request" => {
+                first(&request)?;
+                request = Some(if de.read_null() {
+                    None
+                } else {
+                    Some(direct_request(de, read)?)
+                });
+            }
+            _ => de.skip_value()?,
+        }
+        Ok(())
+    })?;
+    Ok(Review {
+        api_version: api_version.flatten(),
+        kind: kind.flatten(),
+        request: request.flatten(),
+    })
+}
+
+fn opt_string(de: &mut ondemand::Deserializer) -> Result<Option<String>, serde_json::Error> {
+    if de.read_null() {
+        return Ok(None);
+    }
+    de.read_string().map(Some)
+}
+
+/// [`RequestVisitor`] by hand.
+fn direct_request<'de>(
+    de: &mut ondemand::Deserializer<'de>,
+    read: Read<'_>,
+) -> Result<Request<'de>, serde_json::Error> {
+    let mut uid: Option<String> = None;
+    let mut kind: Option<GroupVersionKind> = None;
+    let mut resource: Option<()> = None;
+    let mut sub_resource: Option<Option<String>> = None;
+    let mut request_kind: Option<()> = None;
+    let mut request_resource: Option<()> = None;
+    let mut request_sub_resource: Option<()> = None;
+    let mut name: Option<String> = None;
+    let mut namespace: Option<Option<String>> = None;
+    let mut op: Option<KubeOperation> = None;
+    let mut user_info: Option<UserInfo> = None;
+    let mut object: Option<Slot<'de>> = None;
+    let mut old_object: Option<Slot<'de>> = None;
+    let mut dry_run: Option<()> = None;
+    let mut options: Option<()> = None;
+    let skip = |slot: &mut Option<()>, de: &mut ondemand::Deserializer| {
+        first(slot)?;
+        *slot = Some(());
+        de.skip_value()
+    };
+    de.read_object(|de, key| {
+        match key {
+            "uid" => {
+                first(&uid)?;
+                uid = Some(de.read_string()?);
+            }
+            "kind" => {
+                first(&kind)?;
+                kind = Some(gvk(de)?);
+            }
+            "resource" => skip(&mut resource, de)?,
+            "subResource" => {
+                first(&sub_resource)?;
+                sub_resource = Some(opt_string(de)?);
+            }
+            "requestKind" => skip(&mut request_kind, de)?,
+            "requestResource" => skip(&mut request_resource, de)?,
+            "requestSubResource" => skip(&mut request_sub_resource, de)?,
+            "name" => {
+                first(&name)?;
+                name = Some(de.read_string()?);
+            }
+            "namespace" => {
+                first(&namespace)?;
+                namespace = Some(opt_string(de)?);
+            }
+            "operation" => {
+                first(&op)?;
+                op = Some(match de.read_string()?.as_str() {
+                    "CREATE" => KubeOperation::Create,
+                    "UPDATE" => KubeOperation::Update,
+                    "DELETE" => KubeOperation::Delete,
+                    "CONNECT" => KubeOperation::Connect,
+                    _ => return Err(de::Error::custom("unknown operation")),
+                });
+            }
+            "userInfo" => {
+                first(&user_info)?;
+                user_info = Some(direct_user_info(de)?);
+            }
+            "object" | "oldObject" => {
+                let old = key == "oldObject";
+                let slot = if old { &mut old_object } else { &mut object };
+                first(slot)?;
+                let decided = match (read, &kind, &op) {
+                    (
+                        Read::Direct {
+                            phase,
+                            rules,
+                            cluster_aware,
+                        },
+                        Some(k),
+                        Some(o),
+                    ) => Some(use_of(
+                        k,
+                        operation(o),
+                        sub_resource.as_ref().and_then(|s| s.as_deref()),
+                        old,
+                        phase,
+                        rules,
+                        cluster_aware,
+                    )),
+                    _ => None,
+                };
+                *slot = Some(if de.read_null() {
+                    Slot::Absent
+                } else {
+                    match decided {
+                        Some(Use::Template(k)) => {
+                            Slot::Read(Box::new(workload::read_direct(k, de)?))
+                        }
+                        Some(Use::Ignore) => {
+                            de.skip_value()?;
+                            Slot::Skipped
+                        }
+                        Some(Use::Spread) | None => Slot::Raw(<&RawValue>::deserialize(&mut *de)?),
+                    }
+                });
+            }
+            "dryRun" => skip(&mut dry_run, de)?,
+            "options" => skip(&mut options, de)?,
+            _ => de.skip_value()?,
+        }
+        Ok(())
+    })?;
+    Ok(Request {
+        uid: uid.ok_or_else(|| de::Error::missing_field("uid"))?,
+        kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
+        sub_resource: match resource {
+            Some(_) => sub_resource.flatten(),
+            None => return Err(de::Error::missing_field("resource")),
+        },
+        name: name.unwrap_or_default(),
+        namespace: namespace.flatten(),
+        operation: op.ok_or_else(|| de::Error::missing_field("operation"))?,
+        user_info: user_info.ok_or_else(|| de::Error::missing_field("userInfo"))?,
+        object: object.unwrap_or(Slot::Absent),
+        old_object: old_object.unwrap_or(Slot::Absent),
+    })
+}
+
+/// kube-core's `GroupVersionKind`: all three required.
+fn gvk(de: &mut ondemand::Deserializer) -> Result<GroupVersionKind, serde_json::Error> {
+    let (mut group, mut version, mut kind) = (None, None, None);
+    de.read_object(|de, key| {
+        let slot = match key {
+            "group" => &mut group,
+            "version" => &mut version,
+            "kind" => &mut kind,
+            _ => return de.skip_value(),
+        };
+        first(slot)?;
+        *slot = Some(de.read_string()?);
+        Ok(())
+    })?;
+    Ok(GroupVersionKind {
+        group: group.ok_or_else(|| de::Error::missing_field("group"))?,
+        version: version.ok_or_else(|| de::Error::missing_field("version"))?,
+        kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
+    })
+}
+
+/// [`UserInfo`] by hand.
+fn direct_user_info(de: &mut ondemand::Deserializer) -> Result<UserInfo, serde_json::Error> {
+    let mut username: Option<Option<String>> = None;
+    let mut groups: Option<Option<Vec<String>>> = None;
+    de.read_object(|de, key| {
+        match key {
+            "username" => {
+                first(&username)?;
+                username = Some(opt_string(de)?);
+            }
+            "groups" => {
+                first(&groups)?;
+                groups = Some(if de.read_null() {
+                    None
+                } else {
+                    let mut g = Vec::new();
+                    de.read_array(|de| {
+                        g.push(de.read_string()?);
+                        Ok(())
+                    })?;
+                    Some(g)
+                });
+            }
+            _ => de.skip_value()?,
+        }
+        Ok(())
+    })?;
+    Ok(UserInfo {
+        username: username.flatten(),
+        groups: groups.flatten(),
+    })
 }
 
 pub(super) fn parse_review<'de>(

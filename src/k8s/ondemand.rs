@@ -255,6 +255,12 @@ impl<'de> Deserializer<'de> {
     /// and a block whose closing brackets cannot bring the depth to zero is counted, not walked.
     fn skip_container(&self, start: usize) -> Result<usize, Error> {
         let b = self.bytes();
+        // `{}` and `[]` (an empty securityContext, resources or status) need no block.
+        if let (Some(&open), Some(&close)) = (b.get(start), b.get(start + 1)) {
+            if close == open + 2 {
+                return Ok(start + 2);
+            }
+        }
         let mut scan = Blocks::default();
         let mut depth: u32 = 0;
         let mut i = start;
@@ -341,6 +347,126 @@ impl<'de> Deserializer<'de> {
             Some(_) => Err(self.error("control character in a string")),
             None => Err(self.error("EOF while parsing a string")),
         }
+    }
+
+    // Direct reading, for hand-written readers of hot views: each reads one value of the plain
+    // shape it names and returns an error for anything else (another type, an escaped key, a
+    // value serde would read differently), on which the caller falls back to serde.
+
+    /// A JSON object: `entry` is called with each key (escape-free) and must consume its value.
+    pub fn read_object(
+        &mut self,
+        mut entry: impl FnMut(&mut Self, &'de str) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if self.peek() != Some(b'{') {
+            return Err(self.error("expected an object"));
+        }
+        self.enter()?;
+        let mut first = true;
+        loop {
+            let mut c = self.peek();
+            if c == Some(b'}') {
+                self.pos += 1;
+                self.depth -= 1;
+                return Ok(());
+            }
+            if !first {
+                if c != Some(b',') {
+                    return Err(self.error("expected `,` or `}`"));
+                }
+                self.pos += 1;
+                c = self.peek();
+            }
+            first = false;
+            if c != Some(b'"') {
+                return Err(self.error("key must be a string"));
+            }
+            let Some(key) = self.plain_string()? else {
+                return Err(self.error("escaped key"));
+            };
+            if self.peek() != Some(b':') {
+                return Err(self.error("expected `:`"));
+            }
+            self.pos += 1;
+            entry(self, key)?;
+        }
+    }
+
+    /// A JSON array: `element` is called for each element and must consume it.
+    pub fn read_array(
+        &mut self,
+        mut element: impl FnMut(&mut Self) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if self.peek() != Some(b'[') {
+            return Err(self.error("expected an array"));
+        }
+        self.enter()?;
+        let mut first = true;
+        loop {
+            let mut c = self.peek();
+            if c == Some(b']') {
+                self.pos += 1;
+                self.depth -= 1;
+                return Ok(());
+            }
+            if !first {
+                if c != Some(b',') {
+                    return Err(self.error("expected `,` or `]`"));
+                }
+                self.pos += 1;
+                c = self.peek();
+                if c == Some(b']') {
+                    return Err(self.error("trailing comma"));
+                }
+            }
+            first = false;
+            if c.is_none() {
+                return Err(self.error("EOF while parsing a value"));
+            }
+            element(self)?;
+        }
+    }
+
+    /// Consumes a `null`, if that is what comes next.
+    pub fn read_null(&mut self) -> bool {
+        if self.peek() != Some(b'n') {
+            return false;
+        }
+        let ends = self
+            .bytes()
+            .get(self.pos + 4)
+            .is_none_or(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'));
+        if ends && self.literal("null").is_ok() {
+            return true;
+        }
+        false
+    }
+
+    /// A string, escapes and all, as serde reads a `String`.
+    pub fn read_string(&mut self) -> Result<String, Error> {
+        if self.peek() != Some(b'"') {
+            return Err(self.error("expected a string"));
+        }
+        match self.plain_string()? {
+            Some(s) => Ok(s.to_owned()),
+            None => self.delegate(|de| de::Deserialize::deserialize(de)),
+        }
+    }
+
+    /// A plain integer in `i64`.
+    pub fn read_i64(&mut self) -> Result<i64, Error> {
+        match self.plain_integer() {
+            Some(Number::NonNegative(n)) => {
+                i64::try_from(n).map_err(|_| self.error("out of range"))
+            }
+            Some(Number::Negative(n)) => Ok(n),
+            None => Err(self.error("expected an integer")),
+        }
+    }
+
+    /// Skips the next value (checked for structure only).
+    pub fn skip_value(&mut self) -> Result<(), Error> {
+        self.skip()
     }
 
     /// A plain integer, consumed: no fraction, exponent or leading zero, at most 18 digits

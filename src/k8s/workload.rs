@@ -10,6 +10,8 @@ use serde_json::Value;
 use crate::k8s::fieldpath::{FieldPath, JsonSegment};
 use crate::k8s::model::{ObjectMeta, PodSpec};
 
+mod direct;
+
 /// The kinds whose pod spec the rules look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -406,6 +408,15 @@ pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
         Ok(t)
     };
     parse(false).or_else(|_| parse(true))
+}
+
+/// Reads the pod template of an object of `kind` by hand from the on-demand reader (the
+/// admission path, see [`direct`]); an error means serde must read it.
+pub fn read_direct(
+    kind: Kind,
+    de: &mut crate::k8s::ondemand::Deserializer,
+) -> Result<PodTemplate, serde_json::Error> {
+    direct::template(kind, de)
 }
 
 /// Reads the pod template of an object of the given kind straight from a deserializer that is

@@ -1,0 +1,249 @@
+use super::*;
+use crate::k8s::workload::{PodObject, TemplateSeed};
+use serde::de::{DeserializeSeed, Visitor};
+
+/// Field names of the views, as read here (tests compare them with the derived ones).
+const OBJECT_FIELDS: &[&str] = &["kind", "metadata", "spec"];
+const POD_TEMPLATE_FIELDS: &[&str] = &["kind", "metadata", "template"];
+const WORKLOAD_SPEC_FIELDS: &[&str] = &["selector", "template"];
+const TEMPLATE_FIELDS: &[&str] = &["metadata", "spec"];
+const CRON_JOB_SPEC_FIELDS: &[&str] = &["jobTemplate"];
+const JOB_TEMPLATE_FIELDS: &[&str] = &["spec"];
+const META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "labels",
+    "annotations",
+    "ownerReferences",
+];
+const POD_SPEC_FIELDS: &[&str] = &[
+    "nodeName",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "schedulingGates",
+    "topologySpreadConstraints",
+    "containers",
+    "initContainers",
+    "overhead",
+    "resources",
+];
+const CONTAINER_FIELDS: &[&str] = &["resources", "ports", "restartPolicy"];
+
+/// The field names a derived `Deserialize` asks for.
+fn derived_fields<'de, T: Deserialize<'de>>() -> Vec<&'static str> {
+    struct Fields(Vec<&'static str>);
+    impl<'de> serde::Deserializer<'de> for &mut Fields {
+        type Error = serde::de::value::Error;
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = fields.to_vec();
+            Err(serde::de::Error::custom("fields taken"))
+        }
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("not a struct"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut f = Fields(Vec::new());
+    let _ = T::deserialize(&mut f);
+    f.0
+}
+
+/// A view given a field the hand reader does not know fails here, before it is silently left
+/// empty on the admission path.
+#[test]
+fn the_hand_reader_knows_every_field_of_the_derived_views() {
+    let sorted = |mut v: Vec<&'static str>| {
+        v.sort_unstable();
+        v
+    };
+    let cases: [(&str, Vec<&str>, &[&str]); 8] = [
+        ("PodObject", derived_fields::<PodObject>(), OBJECT_FIELDS),
+        (
+            "PodTemplateObject",
+            derived_fields::<super::super::PodTemplateObject>(),
+            POD_TEMPLATE_FIELDS,
+        ),
+        (
+            "WorkloadSpec",
+            derived_fields::<WorkloadSpec>(),
+            WORKLOAD_SPEC_FIELDS,
+        ),
+        (
+            "TemplateView",
+            derived_fields::<TemplateView>(),
+            TEMPLATE_FIELDS,
+        ),
+        (
+            "CronJobSpec",
+            derived_fields::<super::super::CronJobSpec>(),
+            CRON_JOB_SPEC_FIELDS,
+        ),
+        (
+            "JobTemplate",
+            derived_fields::<super::super::JobTemplate>(),
+            JOB_TEMPLATE_FIELDS,
+        ),
+        ("ObjectMeta", derived_fields::<ObjectMeta>(), META_FIELDS),
+        ("PodSpec", derived_fields::<PodSpec>(), POD_SPEC_FIELDS),
+    ];
+    for (name, derived, hand) in cases {
+        assert_eq!(sorted(derived), sorted(hand.to_vec()), "{name}");
+    }
+    assert_eq!(
+        sorted(derived_fields::<Container>()),
+        sorted(CONTAINER_FIELDS.to_vec())
+    );
+    assert_eq!(
+        sorted(derived_fields::<super::super::WorkloadObject>()),
+        sorted(OBJECT_FIELDS.to_vec())
+    );
+    assert_eq!(
+        sorted(derived_fields::<super::super::CronJobObject>()),
+        sorted(OBJECT_FIELDS.to_vec())
+    );
+}
+
+/// serde's result where serde reads the object (on the same reader); where the hand reader
+/// answers, serde answers the same.
+fn agree(text: &str, kind: Kind) -> bool {
+    let mut de = Deserializer::new(text);
+    let hand = template(kind, &mut de).and_then(|t| de.end().map(|()| t));
+    let mut de = Deserializer::new(text);
+    let derived = TemplateSeed(kind)
+        .deserialize(&mut de)
+        .and_then(|t| de.end().map(|()| t));
+    match (hand, derived) {
+        (Ok(h), Ok(d)) => {
+            assert_eq!(h, d, "{text}");
+            true
+        }
+        (Ok(h), Err(e)) => panic!("the hand reader read what serde refuses ({e}): {h:?}\n{text}"),
+        (Err(_), _) => false,
+    }
+}
+
+const KINDS: [Kind; 6] = [
+    Kind::Pod,
+    Kind::Deployment,
+    Kind::CronJob,
+    Kind::PodTemplate,
+    Kind::ReplicationController,
+    Kind::StatefulSet,
+];
+
+fn recorded_objects() -> Vec<(Kind, String)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/admission-reviews");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let k = &v["request"]["kind"];
+        let Some(kind) = Kind::from_group_kind(
+            k["group"].as_str().unwrap_or(""),
+            k["kind"].as_str().unwrap_or(""),
+        ) else {
+            continue;
+        };
+        for field in ["object", "oldObject"] {
+            if v["request"][field].is_object() {
+                out.push((kind, serde_json::to_string(&v["request"][field]).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn recorded_objects_read_by_hand_as_serde_reads_them() {
+    let objects = recorded_objects();
+    for (kind, text) in &objects {
+        assert!(
+            agree(text, *kind),
+            "the hand reader refused a recorded {kind:?}:\n{text}"
+        );
+    }
+    assert!(objects.len() > 20);
+    // Every kind's wrapper, with every field the hand reader reads.
+    let spec = r#"{"nodeName":"n","nodeSelector":{"a":"b","a":"c"},"affinity":{"nodeAffinity":{}},"tolerations":[{"key":"k","operator":"Exists","effect":"NoSchedule","value":"v","tolerationSeconds":-5,"x":[1]}],"schedulingGates":[{"name":"g"},{},{"name":null}],"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"z","whenUnsatisfiable":"DoNotSchedule"}],"containers":[{"resources":{"requests":{"cpu":"1"}},"ports":[{"hostPort":80}],"restartPolicy":"Always","image":"i"}],"initContainers":null,"overhead":{"cpu":"10m"},"resources":null,"volumes":[]}"#;
+    let meta = r#"{"name":"n","generateName":"g-","namespace":"ns","labels":{"app":"web"},"annotations":{"placement-guard.io/ignore":"x","other":{"a":1}},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","controller":true}],"uid":"u"}"#;
+    let texts = [
+        (
+            Kind::Pod,
+            format!(r#"{{"kind":"Pod","metadata":{meta},"spec":{spec}}}"#),
+        ),
+        (
+            Kind::Deployment,
+            format!(
+                r#"{{"kind":"Deployment","metadata":{meta},"spec":{{"selector":{{"matchLabels":{{"app":"web"}}}},"template":{{"metadata":{meta},"spec":{spec}}}}}}}"#
+            ),
+        ),
+        (
+            Kind::ReplicationController,
+            format!(
+                r#"{{"metadata":{meta},"spec":{{"selector":{{"app":"web"}},"template":{{"metadata":{meta},"spec":{spec}}}}}}}"#
+            ),
+        ),
+        (
+            Kind::CronJob,
+            format!(
+                r#"{{"metadata":{meta},"spec":{{"jobTemplate":{{"spec":{{"template":{{"spec":{spec}}}}}}}}}}}"#
+            ),
+        ),
+        (
+            Kind::PodTemplate,
+            format!(r#"{{"metadata":{meta},"template":{{"metadata":{meta},"spec":{spec}}}}}"#),
+        ),
+    ];
+    for (kind, text) in &texts {
+        assert!(agree(text, *kind), "{text}");
+    }
+}
+
+/// Damaged recorded objects (a fixed pseudo-random sequence of byte replacements): never a
+/// result serde would not give.
+#[test]
+fn damaged_objects_read_by_hand_as_serde_reads_them_or_go_to_serde() {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut read, mut bailed) = (0, 0);
+    for (kind, text) in recorded_objects() {
+        for _ in 0..60 {
+            let mut b = text.clone().into_bytes();
+            for _ in 0..1 + next() % 2 {
+                let at = (next() % b.len() as u64) as usize;
+                b[at] = b"{}[]\",:\\0n -1"[(next() % 13) as usize];
+            }
+            let Ok(t) = String::from_utf8(b) else {
+                continue;
+            };
+            for k in [kind, KINDS[(next() % 6) as usize]] {
+                if agree(&t, k) {
+                    read += 1;
+                } else {
+                    bailed += 1;
+                }
+            }
+        }
+    }
+    assert!(read > 100 && bailed > 100, "{read} {bailed}");
+}
