@@ -9,20 +9,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use placement_guard::admission::{review, review_reference, skipped_values, Endpoint};
+use placement_guard::admission::{
+    null_skipped, review, review_reference, skipped_values, Endpoint,
+};
 use placement_guard::rules::RuleSet;
-
-fn nulled(body: &[u8], skipped: &[std::ops::Range<usize>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len());
-    let mut at = 0;
-    for r in skipped {
-        out.extend_from_slice(&body[at..r.start]);
-        out.extend_from_slice(b"null");
-        at = r.end;
-    }
-    out.extend_from_slice(&body[at..]);
-    out
-}
 
 fuzz_target!(|body: &[u8]| {
     let mut all = RuleSet::default();
@@ -44,7 +34,7 @@ fuzz_target!(|body: &[u8]| {
                 (Ok(f), Err(_)) => {
                     let skipped = skipped_values(body, endpoint, &rules)
                         .expect("the on-demand reader answered, so it read the body");
-                    let r = review_reference(&nulled(body, &skipped), endpoint, &rules)
+                    let r = review_reference(&null_skipped(body, &skipped), endpoint, &rules)
                         .expect("with skipped values nulled, the reference answers");
                     assert_eq!(f.body, r.body);
                 }

@@ -2,10 +2,15 @@
 //!
 //! kube-apiserver writes `kind`, `subResource` and `operation` before `object` and `oldObject`,
 //! so by the time the objects arrive we know whether a rule reads them: those that matter are
-//! read straight into the views the rules use, the rest are skipped (still checked to be JSON).
-//! A body whose fields come in another order still works: objects met before we can decide are
-//! kept as raw JSON and read afterwards. A read that fails is repeated with every object kept
-//! raw, so the error names the right field.
+//! read straight into the views the rules use, the rest are skipped. A body whose fields come in
+//! another order still works: objects met before we can decide are kept as raw JSON and read
+//! afterwards.
+//!
+//! Two readers: on demand (by hand over [`crate::k8s::ondemand`]; skipped values are checked for
+//! structure only) for the server, and serde_json throughout (the reference, where skipped
+//! values are still checked to be JSON), which answers every body the first cannot. In the
+//! reference a read that fails is repeated with every object kept raw, so the error names the
+//! right field.
 
 use std::fmt;
 
@@ -74,6 +79,37 @@ pub(super) fn use_of(
     }
 }
 
+/// What an object met now is for, when the fields read so far (kind, operation, subresource)
+/// can tell; `None` when it must be kept raw and decided later.
+fn decide(
+    read: Read<'_>,
+    kind: &Option<GroupVersionKind>,
+    op: &Option<KubeOperation>,
+    sub_resource: &Option<Option<String>>,
+    old: bool,
+) -> Option<Use> {
+    match (read, kind, op) {
+        (
+            Read::Direct {
+                phase,
+                rules,
+                cluster_aware,
+            },
+            Some(k),
+            Some(o),
+        ) => Some(use_of(
+            k,
+            operation(o),
+            sub_resource.as_ref().and_then(|s| s.as_deref()),
+            old,
+            phase,
+            rules,
+            cluster_aware,
+        )),
+        _ => None,
+    }
+}
+
 /// How the objects are read.
 #[derive(Clone, Copy)]
 pub(super) enum Read<'r> {
@@ -133,8 +169,8 @@ impl<'de> Visitor<'de> for SlotSeed {
 }
 
 /// `request`: kube's `AdmissionRequest` with the same required fields, reading only what we use
-/// (the resource, request kind and options are only checked to be JSON), and the objects go
-/// through [`SlotSeed`].
+/// (the resource, request kind and options are passed over), and the objects go through
+/// [`SlotSeed`] (the reference) or are read by hand ([`direct_request`]).
 pub(super) struct Request<'de> {
     pub uid: String,
     pub kind: GroupVersionKind,
@@ -267,26 +303,7 @@ impl<'de> Visitor<'de> for RequestVisitor<'_> {
                     } else {
                         (&mut object, "object")
                     };
-                    let decided = match (self.0, &kind, &op) {
-                        (
-                            Read::Direct {
-                                phase,
-                                rules,
-                                cluster_aware,
-                            },
-                            Some(k),
-                            Some(o),
-                        ) => Some(use_of(
-                            k,
-                            operation(o),
-                            sub_resource.as_ref().and_then(|s| s.as_deref()),
-                            old,
-                            phase,
-                            rules,
-                            cluster_aware,
-                        )),
-                        _ => None,
-                    };
+                    let decided = decide(self.0, &kind, &op, &sub_resource, old);
                     once_seed(slot, &mut map, name, SlotSeed(decided))?;
                 }
                 RequestField::DryRun => once(&mut dry_run, &mut map, "dryRun")?,
@@ -563,26 +580,7 @@ fn direct_request<'de>(
                 let old = key == "oldObject";
                 let slot = if old { &mut old_object } else { &mut object };
                 first(slot)?;
-                let decided = match (read, &kind, &op) {
-                    (
-                        Read::Direct {
-                            phase,
-                            rules,
-                            cluster_aware,
-                        },
-                        Some(k),
-                        Some(o),
-                    ) => Some(use_of(
-                        k,
-                        operation(o),
-                        sub_resource.as_ref().and_then(|s| s.as_deref()),
-                        old,
-                        phase,
-                        rules,
-                        cluster_aware,
-                    )),
-                    _ => None,
-                };
+                let decided = decide(read, &kind, &op, &sub_resource, old);
                 *slot = Some(if de.read_null() {
                     Slot::Absent
                 } else {

@@ -1,6 +1,7 @@
 //! The parts of Kubernetes objects the rules read. Only these fields are deserialized from an
-//! admission request (containers, volumes, status and managedFields are skipped), which keeps the
-//! parse of a 7 KB AdmissionReview cheap; the field types themselves are k8s-openapi's.
+//! admission request (of containers only resources, ports and restart policy; volumes, status
+//! and managedFields are skipped), which keeps the parse of a 7 KB AdmissionReview cheap; the
+//! field types themselves are k8s-openapi's.
 
 use std::collections::BTreeMap;
 

@@ -9,10 +9,11 @@
 //! crate, SSE2) turn quotes, backslashes and brackets into bit masks, and the bytes inside strings
 //! and the nesting depth follow by arithmetic on the masks (simdjson's stage 1).
 //!
-//! What is read goes through the same serde visitors as with serde_json; maps, arrays, options and
-//! plain strings are read here, and every other value (numbers, literals, escaped strings, enums,
-//! raw values) is cut out by the structural scan and handed to serde_json whole, so it is accepted
-//! and converted exactly as serde_json would. The differential tests and the `review` fuzz target
+//! What is read goes through the same serde visitors as with serde_json; maps, arrays, options,
+//! plain strings, plain integers (given to visitors as serde_json gives them), booleans and null
+//! are read here, and every other value (other numbers, escaped strings, enums, raw values) is cut
+//! out by the structural scan and handed to serde_json whole, so it is accepted and converted
+//! exactly as serde_json would. The differential tests and the `review` fuzz target
 //! hold the two readers to this: where serde_json accepts a body this reader gives the same
 //! result, and where only this reader accepts it, replacing each skipped value with `null` gives
 //! a body serde_json accepts with the same result.

@@ -3,8 +3,9 @@
 //!
 //! Through tracing, one line cost about 15,000 instructions (its field visitors, `Debug` padding
 //! and timestamp formatting), as much as reading the whole review; this writes the same bytes
-//! in about a tenth of that. RUST_LOG still decides whether a line is written, and colored
-//! text (a terminal) still goes through tracing.
+//! in about a tenth of that. RUST_LOG still decides whether a line is written, by target and
+//! level (a directive on field names no longer selects these lines), and colored text (a
+//! terminal) still goes through tracing.
 
 use std::fmt::Write as _;
 use std::sync::OnceLock;

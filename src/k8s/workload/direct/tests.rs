@@ -30,6 +30,8 @@ const POD_SPEC_FIELDS: &[&str] = &[
     "resources",
 ];
 const CONTAINER_FIELDS: &[&str] = &["resources", "ports", "restartPolicy"];
+const TOLERATION_FIELDS: &[&str] = &["effect", "key", "operator", "tolerationSeconds", "value"];
+const GATE_FIELDS: &[&str] = &["name"];
 
 /// The field names a derived `Deserialize` asks for.
 fn derived_fields<'de, T: Deserialize<'de>>() -> Vec<&'static str> {
@@ -103,6 +105,15 @@ fn the_hand_reader_knows_every_field_of_the_derived_views() {
     assert_eq!(
         sorted(derived_fields::<Container>()),
         sorted(CONTAINER_FIELDS.to_vec())
+    );
+    // k8s-openapi's types read by hand: an upgrade that adds a field fails here.
+    assert_eq!(
+        sorted(derived_fields::<Toleration>()),
+        sorted(TOLERATION_FIELDS.to_vec())
+    );
+    assert_eq!(
+        sorted(derived_fields::<PodSchedulingGate>()),
+        sorted(GATE_FIELDS.to_vec())
     );
     assert_eq!(
         sorted(derived_fields::<super::super::WorkloadObject>()),
