@@ -479,11 +479,11 @@ fn direct_review<'de>(
         match key {
             "apiVersion" => {
                 first(&api_version)?;
-                api_version = Some(opt_string(de)?);
+                api_version = Some(de.read_opt_string()?);
             }
             "kind" => {
                 first(&kind)?;
-                kind = Some(opt_string(de)?);
+                kind = Some(de.read_opt_string()?);
             }
             "request" => {
                 first(&request)?;
@@ -502,13 +502,6 @@ fn direct_review<'de>(
         kind: kind.flatten(),
         request: request.flatten(),
     })
-}
-
-fn opt_string(de: &mut ondemand::Deserializer) -> Result<Option<String>, serde_json::Error> {
-    if de.read_null() {
-        return Ok(None);
-    }
-    de.read_string().map(Some)
 }
 
 /// [`RequestVisitor`] by hand.
@@ -549,7 +542,7 @@ fn direct_request<'de>(
             "resource" => skip(&mut resource, de)?,
             "subResource" => {
                 first(&sub_resource)?;
-                sub_resource = Some(opt_string(de)?);
+                sub_resource = Some(de.read_opt_string()?);
             }
             "requestKind" => skip(&mut request_kind, de)?,
             "requestResource" => skip(&mut request_resource, de)?,
@@ -560,7 +553,7 @@ fn direct_request<'de>(
             }
             "namespace" => {
                 first(&namespace)?;
-                namespace = Some(opt_string(de)?);
+                namespace = Some(de.read_opt_string()?);
             }
             "operation" => {
                 first(&op)?;
@@ -647,7 +640,7 @@ fn direct_user_info(de: &mut ondemand::Deserializer) -> Result<UserInfo, serde_j
         match key {
             "username" => {
                 first(&username)?;
-                username = Some(opt_string(de)?);
+                username = Some(de.read_opt_string()?);
             }
             "groups" => {
                 first(&groups)?;

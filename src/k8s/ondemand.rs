@@ -454,6 +454,14 @@ impl<'de> Deserializer<'de> {
         }
     }
 
+    /// `null` as `None`, else a string, as serde reads an `Option<String>`.
+    pub fn read_opt_string(&mut self) -> Result<Option<String>, Error> {
+        if self.read_null() {
+            return Ok(None);
+        }
+        self.read_string().map(Some)
+    }
+
     /// A plain integer in `i64`.
     pub fn read_i64(&mut self) -> Result<i64, Error> {
         match self.plain_integer() {

@@ -53,28 +53,8 @@ pub(super) fn template(kind: Kind, de: &mut Deserializer) -> Result<PodTemplate,
             })
         }
         Kind::PodTemplate => {
-            let (mut declared, mut meta, mut view) = (None, ObjectMeta::default(), None);
-            let mut seen = Seen(0);
-            de.read_object(|de, key| match key {
-                "kind" => {
-                    seen.first(0)?;
-                    declared = opt_string(de)?;
-                    Ok(())
-                }
-                "metadata" => {
-                    seen.first(1)?;
-                    meta = object_meta(de)?;
-                    Ok(())
-                }
-                "template" => {
-                    seen.first(2)?;
-                    view = Some(template_view(de)?);
-                    Ok(())
-                }
-                _ => de.skip_value(),
-            })?;
+            let (declared, meta, view) = object_with(de, "template", template_view)?;
             check_kind(kind, &declared).map_err(bad_kind)?;
-            let view = view.unwrap_or_default();
             Ok(PodTemplate {
                 kind,
                 meta,
@@ -118,14 +98,23 @@ pub(super) fn template(kind: Kind, de: &mut Deserializer) -> Result<PodTemplate,
 /// `{kind, metadata, spec}`, the spec read by `spec`.
 fn object<'de, S: Default>(
     de: &mut Deserializer<'de>,
-    mut spec: impl FnMut(&mut Deserializer<'de>) -> Result<S, Error>,
+    spec: impl FnMut(&mut Deserializer<'de>) -> Result<S, Error>,
+) -> Result<(Option<String>, ObjectMeta, S), Error> {
+    object_with(de, "spec", spec)
+}
+
+/// `{kind, metadata, <body>}` (a PodTemplate's body is `template`), the body read by `read`.
+fn object_with<'de, S: Default>(
+    de: &mut Deserializer<'de>,
+    body: &str,
+    mut read: impl FnMut(&mut Deserializer<'de>) -> Result<S, Error>,
 ) -> Result<(Option<String>, ObjectMeta, S), Error> {
     let (mut declared, mut meta, mut s) = (None, ObjectMeta::default(), None);
     let mut seen = Seen(0);
     de.read_object(|de, key| match key {
         "kind" => {
             seen.first(0)?;
-            declared = opt_string(de)?;
+            declared = de.read_opt_string()?;
             Ok(())
         }
         "metadata" => {
@@ -133,9 +122,9 @@ fn object<'de, S: Default>(
             meta = object_meta(de)?;
             Ok(())
         }
-        "spec" => {
+        k if k == body => {
             seen.first(2)?;
-            s = Some(spec(de)?);
+            s = Some(read(de)?);
             Ok(())
         }
         _ => de.skip_value(),
@@ -188,15 +177,15 @@ fn object_meta(de: &mut Deserializer) -> Result<ObjectMeta, Error> {
         match key {
             "name" => {
                 seen.first(0)?;
-                meta.name = opt_string(de)?;
+                meta.name = de.read_opt_string()?;
             }
             "generateName" => {
                 seen.first(1)?;
-                meta.generate_name = opt_string(de)?;
+                meta.generate_name = de.read_opt_string()?;
             }
             "namespace" => {
                 seen.first(2)?;
-                meta.namespace = opt_string(de)?;
+                meta.namespace = de.read_opt_string()?;
             }
             "labels" => {
                 seen.first(3)?;
@@ -224,7 +213,7 @@ fn pod_spec(de: &mut Deserializer) -> Result<PodSpec, Error> {
         match key {
             "nodeName" => {
                 seen.first(0)?;
-                spec.node_name = opt_string(de)?;
+                spec.node_name = de.read_opt_string()?;
             }
             "nodeSelector" => {
                 seen.first(1)?;
@@ -284,7 +273,7 @@ fn container(de: &mut Deserializer) -> Result<Container, Error> {
             }
             "restartPolicy" => {
                 seen.first(2)?;
-                c.restart_policy = opt_string(de)?;
+                c.restart_policy = de.read_opt_string()?;
             }
             _ => de.skip_value()?,
         }
@@ -302,15 +291,15 @@ fn toleration(de: &mut Deserializer) -> Result<Toleration, Error> {
         match key {
             "effect" => {
                 seen.first(0)?;
-                t.effect = opt_string(de)?;
+                t.effect = de.read_opt_string()?;
             }
             "key" => {
                 seen.first(1)?;
-                t.key = opt_string(de)?;
+                t.key = de.read_opt_string()?;
             }
             "operator" => {
                 seen.first(2)?;
-                t.operator = opt_string(de)?;
+                t.operator = de.read_opt_string()?;
             }
             "tolerationSeconds" => {
                 seen.first(3)?;
@@ -322,7 +311,7 @@ fn toleration(de: &mut Deserializer) -> Result<Toleration, Error> {
             }
             "value" => {
                 seen.first(4)?;
-                t.value = opt_string(de)?;
+                t.value = de.read_opt_string()?;
             }
             _ => de.skip_value()?,
         }
@@ -338,7 +327,7 @@ fn scheduling_gate(de: &mut Deserializer) -> Result<PodSchedulingGate, Error> {
     de.read_object(|de, key| match key {
         "name" => {
             seen.first(0)?;
-            name = opt_string(de)?;
+            name = de.read_opt_string()?;
             Ok(())
         }
         _ => de.skip_value(),
@@ -346,13 +335,6 @@ fn scheduling_gate(de: &mut Deserializer) -> Result<PodSchedulingGate, Error> {
     Ok(PodSchedulingGate {
         name: name.unwrap_or_default(),
     })
-}
-
-fn opt_string(de: &mut Deserializer) -> Result<Option<String>, Error> {
-    if de.read_null() {
-        return Ok(None);
-    }
-    de.read_string().map(Some)
 }
 
 /// A map of strings (labels, a node selector): a repeated key keeps its last value, as a
