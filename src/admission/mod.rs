@@ -260,7 +260,10 @@ pub fn patched_object(body: &[u8], reviewed: &Reviewed) -> Result<serde_json::Va
         .map_err(|e| ReviewError::BadRequest(format!("request body is not valid JSON: {e}")))?;
     let mut object = review["request"]["object"].clone();
     if let Some(v) = &reviewed.verdict {
-        json_patch::patch(&mut object, &v.patch_ops()).map_err(|e| {
+        let ops = v
+            .patch_ops()
+            .map_err(|e| ReviewError::Internal(format!("the patch is not valid JSON: {e}")))?;
+        json_patch::patch(&mut object, &ops).map_err(|e| {
             ReviewError::Internal(format!("the patch does not apply to request.object: {e}"))
         })?;
     }

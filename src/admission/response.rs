@@ -32,7 +32,7 @@ pub(super) fn encode(uid: &str, verdict: Option<&Verdict>) -> Result<Vec<u8>, se
     }
     if let Some(v) = verdict {
         if !v.patches.is_empty() {
-            let ops = serde_json::to_vec(&PatchOps(&v.patches))?;
+            let ops = patch_ops(&v.patches);
             // Base64 needs no escaping.
             out.extend_from_slice(b",\"patch\":\"");
             let at = out.len();
@@ -80,13 +80,23 @@ fn status(out: &mut Vec<u8>, v: &Verdict) {
     out.extend_from_slice(b"]}}");
 }
 
-/// Every patch operation of a verdict, in order, serialized without copying them.
-struct PatchOps<'a>(&'a [rules::Patch]);
-
-impl serde::Serialize for PatchOps<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().flat_map(|p| p.ops.iter()))
+/// Every patch operation of a verdict, in order, as the JSON array json-patch would write:
+/// `{"op":"add","path":...,"value":...}` each, the values already JSON.
+fn patch_ops(patches: &[rules::Patch]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.push(b'[');
+    for (i, op) in patches.iter().flat_map(|p| &p.ops).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"op\":\"add\",\"path\":");
+        string(&mut out, op.path.json_pointer().as_str());
+        out.extend_from_slice(b",\"value\":");
+        out.extend_from_slice(op.value.get().as_bytes());
+        out.push(b'}');
     }
+    out.push(b']');
+    out
 }
 
 /// A JSON string of what `write` formats. Formatting into a `Vec` cannot fail.

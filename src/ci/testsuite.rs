@@ -114,7 +114,10 @@ fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
                 out["warnings"] = resp["warnings"].clone();
             }
             if let Some(v) = r.verdict.as_ref().filter(|v| !v.patches.is_empty()) {
-                out["patch"] = serde_json::to_value(v.patch_ops()).unwrap_or(Value::Null);
+                out["patch"] = v
+                    .patch_ops()
+                    .and_then(serde_json::to_value)
+                    .unwrap_or(Value::Null);
                 if let Ok(obj) = admission::patched_object(text.as_bytes(), &r) {
                     out["patched"] = obj["spec"].clone();
                 }
@@ -188,7 +191,10 @@ fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
             continue;
         }
         let mut after = v.clone();
-        if json_patch::patch(&mut after, &verdict.patch_ops()).is_ok() {
+        let applied = verdict
+            .patch_ops()
+            .is_ok_and(|ops| json_patch::patch(&mut after, &ops).is_ok());
+        if applied {
             patched.push(after);
         }
     }

@@ -90,16 +90,23 @@ impl Kind {
 
     /// Where the pod spec lives in an object of this kind.
     pub fn pod_spec_path(self) -> FieldPath {
-        self.template_path().child("spec")
+        match self {
+            Kind::Pod => FieldPath::fields(&["spec"]),
+            Kind::PodTemplate => FieldPath::fields(&["template", "spec"]),
+            Kind::CronJob => {
+                FieldPath::fields(&["spec", "jobTemplate", "spec", "template", "spec"])
+            }
+            _ => FieldPath::fields(&["spec", "template", "spec"]),
+        }
     }
 
     /// Where the pod template (its `metadata` and `spec`) lives; empty for a Pod.
     pub fn template_path(self) -> FieldPath {
         match self {
             Kind::Pod => FieldPath::root(),
-            Kind::PodTemplate => FieldPath::new("template"),
-            Kind::CronJob => FieldPath::new("spec.jobTemplate.spec.template"),
-            _ => FieldPath::new("spec.template"),
+            Kind::PodTemplate => FieldPath::fields(&["template"]),
+            Kind::CronJob => FieldPath::fields(&["spec", "jobTemplate", "spec", "template"]),
+            _ => FieldPath::fields(&["spec", "template"]),
         }
     }
 }
@@ -122,7 +129,7 @@ pub fn workload_template_path(api_version: &str, kind: &str) -> Option<FieldPath
         Some(Kind::Pod) => None,
         Some(k) => Some(k.template_path()),
         None if group_of(api_version) == KRUISE_GROUP && KRUISE_WORKLOADS.contains(&kind) => {
-            Some(FieldPath::new("spec.template"))
+            Some(FieldPath::fields(&["spec", "template"]))
         }
         None => None,
     }

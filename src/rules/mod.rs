@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use config::RuleSet;
-pub use verdict::{Action, Finding, Note, Outcome, Patch, Verdict, Voice};
+pub use verdict::{Action, AddOp, Finding, Note, Outcome, Patch, Verdict, Voice};
 
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::workload::{Kind, PodTemplate};

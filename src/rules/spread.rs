@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Action, Finding, Input, Note, ObjectKind, Operation, Patch, Phase, Request, Rule, RuleId,
-    RuleMeta, Verdict, Voice,
+    Action, AddOp, Finding, Input, Note, ObjectKind, Operation, Patch, Phase, Request, Rule,
+    RuleId, RuleMeta, Verdict, Voice,
 };
 use crate::core::labels::selector_matches;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
@@ -221,40 +221,31 @@ fn default(s: &SpreadDefaults, object: &PodTemplate, namespace: &str, verdict: &
             path: object.spec_path(),
             message: why,
         }),
-        Defaulting::Add { path, constraints } => {
-            let value = match serde_json::to_value(&constraints) {
-                Ok(v) => v,
-                Err(e) => {
-                    verdict.notes.push(Note {
-                        rule: DEFAULTS_ID,
-                        voice: Voice::Rule,
-                        path,
-                        message: format!("topology spread constraints were not defaulted: they cannot be written as JSON: {e}"),
-                    });
-                    return;
-                }
-            };
-            verdict.patches.push(patch(path, value, &constraints));
-        }
+        Defaulting::Add { path, constraints } => match AddOp::new(path.clone(), &constraints) {
+            Ok(op) => verdict.patches.push(patch(path, op, &constraints)),
+            Err(e) => verdict.notes.push(Note {
+                rule: DEFAULTS_ID,
+                voice: Voice::Rule,
+                path,
+                message: format!("topology spread constraints were not defaulted: they cannot be written as JSON: {e}"),
+            }),
+        },
     }
 }
 
-fn patch(path: FieldPath, value: Value, constraints: &[TopologySpreadConstraint]) -> Patch {
+fn patch(path: FieldPath, op: AddOp, constraints: &[TopologySpreadConstraint]) -> Patch {
     Patch {
-            rule: DEFAULTS_ID,
-            ops: vec![json_patch::PatchOperation::Add(json_patch::AddOperation {
-                path: path.json_pointer(),
-                value,
-            })],
-            summary: format!(
-                "no topology spread constraints; the webhook would add: {}",
-                describe_constraints(constraints)
-            ),
-            hint: Some(format!(
-                "set topologySpreadConstraints yourself, or annotate the object with {SKIP_ANNOTATION}: \"skip\""
-            )),
-            path,
-        }
+        rule: DEFAULTS_ID,
+        ops: vec![op],
+        summary: format!(
+            "no topology spread constraints; the webhook would add: {}",
+            describe_constraints(constraints)
+        ),
+        hint: Some(format!(
+            "set topologySpreadConstraints yourself, or annotate the object with {SKIP_ANNOTATION}: \"skip\""
+        )),
+        path,
+    }
 }
 
 fn describe_constraints(cs: &[TopologySpreadConstraint]) -> String {

@@ -63,15 +63,6 @@ fn as_text<S: serde::Serializer>(
     s.collect_str(v)
 }
 
-/// Every patch operation of a verdict, in order, serialized without copying them.
-struct RefPatchOps<'a>(&'a [rules::Patch]);
-
-impl Serialize for RefPatchOps<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().flat_map(|p| p.ops.iter()))
-    }
-}
-
 /// The response as serde serialized it before the direct writer: the reference.
 pub(super) fn reference(uid: &str, verdict: Option<&Verdict>) -> Result<Vec<u8>, ReviewError> {
     use base64::Engine;
@@ -87,7 +78,8 @@ pub(super) fn reference(uid: &str, verdict: Option<&Verdict>) -> Result<Vec<u8>,
     };
     if let Some(verdict) = verdict {
         if !verdict.patches.is_empty() {
-            let ops = serde_json::to_vec(&RefPatchOps(&verdict.patches)).map_err(enc)?;
+            // json-patch's own operations, through serde.
+            let ops = serde_json::to_vec(&verdict.patch_ops().map_err(enc)?).map_err(enc)?;
             response.patch = Some(base64::engine::general_purpose::STANDARD.encode(ops));
             response.patch_type = Some("JSONPatch");
         }
