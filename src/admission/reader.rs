@@ -22,7 +22,7 @@ use serde_json::value::RawValue;
 
 use super::{ReviewError, API_VERSION};
 use crate::k8s::ondemand;
-use crate::k8s::workload::{self, Kind, PodTemplate, TemplateSeed};
+use crate::k8s::workload::{self, Kind, Part, PodTemplate, TemplateSeed};
 use crate::rules::{self, ObjectKind, Operation, Phase, Request as RuleRequest, RuleSet};
 
 pub(super) fn operation(op: &KubeOperation) -> Operation {
@@ -579,7 +579,8 @@ fn direct_request<'de>(
                 } else {
                     match decided {
                         Some(Use::Template(k)) => {
-                            Slot::Read(Box::new(workload::read_direct(k, de)?))
+                            let part = if old { Part::Scheduling } else { Part::Whole };
+                            Slot::Read(Box::new(workload::read_direct(k, part, de)?))
                         }
                         Some(Use::Ignore) => {
                             de.skip_value()?;

@@ -12,6 +12,8 @@ use crate::k8s::model::{ObjectMeta, PodSpec};
 
 mod direct;
 
+pub use direct::Part;
+
 /// The kinds whose pod spec the rules look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
@@ -421,9 +423,10 @@ pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
 /// admission path, see [`direct`]); an error means serde must read it.
 pub fn read_direct(
     kind: Kind,
+    part: Part,
     de: &mut crate::k8s::ondemand::Deserializer,
 ) -> Result<PodTemplate, serde_json::Error> {
-    direct::template(kind, de)
+    direct::template(kind, part, de)
 }
 
 /// Reads the pod template of an object of the given kind straight from a deserializer that is

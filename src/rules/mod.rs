@@ -133,7 +133,9 @@ pub struct Input<'a> {
     pub namespace: &'a str,
     pub user: User<'a>,
     pub object: Subject<'a>,
-    /// On UPDATE, the stored object (of the same kind).
+    /// On UPDATE, the stored object (of the same kind). Rules compare only its pod spec's
+    /// scheduling fields, and the admission path reads only those of a pod template
+    /// ([`crate::k8s::workload::Part::Scheduling`]): its metadata and containers are empty.
     pub old_object: Option<Subject<'a>>,
     pub context: Context<'a>,
 }

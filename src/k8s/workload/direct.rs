@@ -37,12 +37,29 @@ impl Seen {
     }
 }
 
+/// How much of an object to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Every field of the view.
+    Whole,
+    /// What rules compare of an UPDATE's old object: the kind and the pod spec's scheduling
+    /// fields (nodeName, nodeSelector, affinity, tolerations, schedulingGates,
+    /// topologySpreadConstraints). Metadata, the workload's selector, containers, overhead and
+    /// pod resources are skipped like any unread value (structure checked, left empty), which
+    /// spares a gated pod UPDATE about a sixth of its instructions.
+    Scheduling,
+}
+
 /// The pod template of an object of `kind`, or an error when serde must read it.
-pub(super) fn template(kind: Kind, de: &mut Deserializer) -> Result<PodTemplate, Error> {
+pub(super) fn template(
+    kind: Kind,
+    part: Part,
+    de: &mut Deserializer,
+) -> Result<PodTemplate, Error> {
     let bad_kind = |e: super::ParseError| Error::custom(e.message);
     match kind {
         Kind::Pod => {
-            let (declared, meta, spec) = object(de, |de| pod_spec(de))?;
+            let (declared, meta, spec) = object(de, part, |de| pod_spec(de, part))?;
             check_kind(kind, &declared).map_err(bad_kind)?;
             Ok(PodTemplate {
                 kind,
@@ -53,7 +70,8 @@ pub(super) fn template(kind: Kind, de: &mut Deserializer) -> Result<PodTemplate,
             })
         }
         Kind::PodTemplate => {
-            let (declared, meta, view) = object_with(de, "template", template_view)?;
+            let (declared, meta, view) =
+                object_with(de, part, "template", |de| template_view(de, part))?;
             check_kind(kind, &declared).map_err(bad_kind)?;
             Ok(PodTemplate {
                 kind,
@@ -64,7 +82,7 @@ pub(super) fn template(kind: Kind, de: &mut Deserializer) -> Result<PodTemplate,
             })
         }
         Kind::CronJob => {
-            let (declared, meta, spec) = object(de, |de| {
+            let (declared, meta, spec) = object(de, part, |de| {
                 let mut spec = WorkloadSpec::default();
                 let mut seen = Seen(0);
                 de.read_object(|de, key| match key {
@@ -74,7 +92,7 @@ pub(super) fn template(kind: Kind, de: &mut Deserializer) -> Result<PodTemplate,
                         de.read_object(|de, key| match key {
                             "spec" => {
                                 inner.first(0)?;
-                                spec = workload_spec(de)?;
+                                spec = workload_spec(de, part)?;
                                 Ok(())
                             }
                             _ => de.skip_value(),
@@ -88,7 +106,7 @@ pub(super) fn template(kind: Kind, de: &mut Deserializer) -> Result<PodTemplate,
             Ok(from_workload(kind, meta, spec))
         }
         _ => {
-            let (declared, meta, spec) = object(de, workload_spec)?;
+            let (declared, meta, spec) = object(de, part, |de| workload_spec(de, part))?;
             check_kind(kind, &declared).map_err(bad_kind)?;
             Ok(from_workload(kind, meta, spec))
         }
@@ -98,14 +116,16 @@ pub(super) fn template(kind: Kind, de: &mut Deserializer) -> Result<PodTemplate,
 /// `{kind, metadata, spec}`, the spec read by `spec`.
 fn object<'de, S: Default>(
     de: &mut Deserializer<'de>,
+    part: Part,
     spec: impl FnMut(&mut Deserializer<'de>) -> Result<S, Error>,
 ) -> Result<(Option<String>, ObjectMeta, S), Error> {
-    object_with(de, "spec", spec)
+    object_with(de, part, "spec", spec)
 }
 
 /// `{kind, metadata, <body>}` (a PodTemplate's body is `template`), the body read by `read`.
 fn object_with<'de, S: Default>(
     de: &mut Deserializer<'de>,
+    part: Part,
     body: &str,
     mut read: impl FnMut(&mut Deserializer<'de>) -> Result<S, Error>,
 ) -> Result<(Option<String>, ObjectMeta, S), Error> {
@@ -119,7 +139,7 @@ fn object_with<'de, S: Default>(
         }
         "metadata" => {
             seen.first(1)?;
-            meta = object_meta(de)?;
+            meta = object_meta(de, part)?;
             Ok(())
         }
         k if k == body => {
@@ -132,18 +152,21 @@ fn object_with<'de, S: Default>(
     Ok((declared, meta, s.unwrap_or_default()))
 }
 
-fn workload_spec(de: &mut Deserializer) -> Result<WorkloadSpec, Error> {
+fn workload_spec(de: &mut Deserializer, part: Part) -> Result<WorkloadSpec, Error> {
     let mut spec = WorkloadSpec::default();
     let mut seen = Seen(0);
     de.read_object(|de, key| match key {
         "selector" => {
             seen.first(0)?;
+            if part == Part::Scheduling {
+                return de.skip_value();
+            }
             spec.selector = Option::<serde_json::Value>::deserialize(&mut *de)?;
             Ok(())
         }
         "template" => {
             seen.first(1)?;
-            spec.template = template_view(de)?;
+            spec.template = template_view(de, part)?;
             Ok(())
         }
         _ => de.skip_value(),
@@ -151,18 +174,18 @@ fn workload_spec(de: &mut Deserializer) -> Result<WorkloadSpec, Error> {
     Ok(spec)
 }
 
-fn template_view(de: &mut Deserializer) -> Result<TemplateView, Error> {
+fn template_view(de: &mut Deserializer, part: Part) -> Result<TemplateView, Error> {
     let mut view = TemplateView::default();
     let mut seen = Seen(0);
     de.read_object(|de, key| match key {
         "metadata" => {
             seen.first(0)?;
-            view.metadata = object_meta(de)?;
+            view.metadata = object_meta(de, part)?;
             Ok(())
         }
         "spec" => {
             seen.first(1)?;
-            view.spec = pod_spec(de)?;
+            view.spec = pod_spec(de, part)?;
             Ok(())
         }
         _ => de.skip_value(),
@@ -170,8 +193,11 @@ fn template_view(de: &mut Deserializer) -> Result<TemplateView, Error> {
     Ok(view)
 }
 
-fn object_meta(de: &mut Deserializer) -> Result<ObjectMeta, Error> {
+fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
     let mut meta = ObjectMeta::default();
+    if part == Part::Scheduling {
+        return de.skip_value().map(|()| meta);
+    }
     let mut seen = Seen(0);
     de.read_object(|de, key| {
         match key {
@@ -206,9 +232,10 @@ fn object_meta(de: &mut Deserializer) -> Result<ObjectMeta, Error> {
     Ok(meta)
 }
 
-fn pod_spec(de: &mut Deserializer) -> Result<PodSpec, Error> {
+fn pod_spec(de: &mut Deserializer, part: Part) -> Result<PodSpec, Error> {
     let mut spec = PodSpec::default();
     let mut seen = Seen(0);
+    let whole = part == Part::Whole;
     de.read_object(|de, key| {
         match key {
             "nodeName" => {
@@ -237,19 +264,35 @@ fn pod_spec(de: &mut Deserializer) -> Result<PodSpec, Error> {
             }
             "containers" => {
                 seen.first(6)?;
-                spec.containers = opt_vec(de, container)?.unwrap_or_default();
+                if whole {
+                    spec.containers = opt_vec(de, container)?.unwrap_or_default();
+                } else {
+                    de.skip_value()?;
+                }
             }
             "initContainers" => {
                 seen.first(7)?;
-                spec.init_containers = opt_vec(de, container)?.unwrap_or_default();
+                if whole {
+                    spec.init_containers = opt_vec(de, container)?.unwrap_or_default();
+                } else {
+                    de.skip_value()?;
+                }
             }
             "overhead" => {
                 seen.first(8)?;
-                spec.overhead = Deserialize::deserialize(&mut *de)?;
+                if whole {
+                    spec.overhead = Deserialize::deserialize(&mut *de)?;
+                } else {
+                    de.skip_value()?;
+                }
             }
             "resources" => {
                 seen.first(9)?;
-                spec.resources = Deserialize::deserialize(&mut *de)?;
+                if whole {
+                    spec.resources = Deserialize::deserialize(&mut *de)?;
+                } else {
+                    de.skip_value()?;
+                }
             }
             _ => de.skip_value()?,
         }
