@@ -1,5 +1,5 @@
 //! Profiling driver: `valgrind --tool=callgrind target/release/examples/parse_cost 2000 [BODY]
-//! [validate|mutate]`.
+//! [validate|mutate]`; `DUMP=1` prints the response first.
 
 // Test and benchmark helpers fail loudly on broken fixtures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -32,6 +32,11 @@ fn main() {
         placement_guard::admission::review
     };
     let rules = placement_guard::rules::config::RuleSet::default();
+    // DUMP=1: the response body, to see what the profile spends its formatting on.
+    if std::env::var_os("DUMP").is_some() {
+        let r = review(&body, endpoint, &rules).unwrap();
+        println!("{}", String::from_utf8_lossy(&r.body));
+    }
     let t = std::time::Instant::now();
     for _ in 0..n {
         let r = review(&body, endpoint, &rules).unwrap();

@@ -328,7 +328,10 @@ impl Checker {
             user: User::default(),
             object: Subject::Template(&template),
             old_object: None,
-            context: Context::default(),
+            context: Context {
+                describe_patches: true,
+                ..Context::default()
+            },
         };
         let validated = rules::evaluate(&input, &self.rules);
         let mutated = rules::evaluate(

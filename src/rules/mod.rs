@@ -123,6 +123,10 @@ pub struct Context<'a> {
     pub spread_target: Option<crate::kruise::workloadspread::Target<'a>>,
     /// Another WorkloadSpread of the input that already targets the same workload.
     pub spread_claimed_by: Option<&'a str>,
+    /// The caller shows patches to a person (`check`): rules fill [`Patch::summary`] and
+    /// [`Patch::hint`]. The webhook only sends the operations, and the words would cost a
+    /// patched review about an eighth of its instructions.
+    pub describe_patches: bool,
 }
 
 /// One request as the rules see it. Requests for subresources never get here.

@@ -161,7 +161,13 @@ impl Rule for TopologySpreadRule {
         };
         match input.phase {
             Phase::Validate => validate(&s.validate, object, old, verdict),
-            Phase::Mutate => default(&s.defaults, object, input.namespace, verdict),
+            Phase::Mutate => default(
+                &s.defaults,
+                object,
+                input.namespace,
+                input.context.describe_patches,
+                verdict,
+            ),
         }
     }
 
@@ -211,7 +217,13 @@ fn validate(
     }
 }
 
-fn default(s: &SpreadDefaults, object: &PodTemplate, namespace: &str, verdict: &mut Verdict) {
+fn default(
+    s: &SpreadDefaults,
+    object: &PodTemplate,
+    namespace: &str,
+    describe: bool,
+    verdict: &mut Verdict,
+) {
     verdict.rules_run.push(DEFAULTS_ID);
     match defaults(object, namespace, s) {
         Defaulting::NotApplicable => {}
@@ -222,7 +234,7 @@ fn default(s: &SpreadDefaults, object: &PodTemplate, namespace: &str, verdict: &
             message: why,
         }),
         Defaulting::Add { path, constraints } => match AddOp::new(path.clone(), &constraints) {
-            Ok(op) => verdict.patches.push(patch(path, op, &constraints)),
+            Ok(op) => verdict.patches.push(patch(path, op, describe.then_some(&constraints))),
             Err(e) => verdict.notes.push(Note {
                 rule: DEFAULTS_ID,
                 voice: Voice::Rule,
@@ -233,17 +245,22 @@ fn default(s: &SpreadDefaults, object: &PodTemplate, namespace: &str, verdict: &
     }
 }
 
-fn patch(path: FieldPath, op: AddOp, constraints: &[TopologySpreadConstraint]) -> Patch {
+/// The patch, in words too when `described` holds the constraints.
+fn patch(path: FieldPath, op: AddOp, described: Option<&Vec<TopologySpreadConstraint>>) -> Patch {
     Patch {
         rule: DEFAULTS_ID,
         ops: vec![op],
-        summary: format!(
-            "no topology spread constraints; the webhook would add: {}",
-            describe_constraints(constraints)
-        ),
-        hint: Some(format!(
-            "set topologySpreadConstraints yourself, or annotate the object with {SKIP_ANNOTATION}: \"skip\""
-        )),
+        summary: described.map_or_else(String::new, |c| {
+            format!(
+                "no topology spread constraints; the webhook would add: {}",
+                describe_constraints(c)
+            )
+        }),
+        hint: described.map(|_| {
+            format!(
+                "set topologySpreadConstraints yourself, or annotate the object with {SKIP_ANNOTATION}: \"skip\""
+            )
+        }),
         path,
     }
 }

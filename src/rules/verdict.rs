@@ -76,6 +76,7 @@ pub struct Patch {
     pub rule: RuleId,
     pub path: FieldPath,
     pub ops: Vec<AddOp>,
+    /// Empty, as is `hint`, unless the caller asked for words ([`super::Context::describe_patches`]).
     pub summary: String,
     pub hint: Option<String>,
 }

@@ -355,3 +355,45 @@ fn workloadspread_targets_are_spilled_and_read_back_when_targeted() {
         assert_eq!(gets, 1);
     }
 }
+
+/// `check` reports a mutation in words; the webhook's verdict for the same object carries the
+/// operation alone (its words are only built when asked for).
+#[test]
+fn check_describes_the_patch_the_webhook_only_sends() {
+    let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: x}]}\n";
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("d.yaml", text);
+    let r = c.finish();
+    let d: Vec<(&str, &str, Option<&str>)> = r
+        .diagnostics
+        .iter()
+        .map(|d| (d.rule.as_str(), d.message.as_str(), d.hint.as_deref()))
+        .collect();
+    assert_eq!(
+        d,
+        [(
+            "topology-spread-defaults",
+            "no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash]); maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash])",
+            Some("set topologySpreadConstraints yourself, or annotate the object with placement-guard.io/spread-defaults: \"skip\""),
+        )]
+    );
+
+    let value: serde_json::Value = serde_saphyr::from_str(text).unwrap();
+    let t = crate::k8s::workload::parse_value(Kind::Deployment, &value).unwrap();
+    let input = Input {
+        phase: Phase::Mutate,
+        operation: Operation::Create,
+        namespace: "shop",
+        user: User::default(),
+        object: Subject::Template(&t),
+        old_object: None,
+        context: Context::default(),
+    };
+    let v = rules::evaluate(&input, &RuleSet::default());
+    assert_eq!(v.patches.len(), 1);
+    assert_eq!(
+        (v.patches[0].summary.as_str(), &v.patches[0].hint),
+        ("", &None)
+    );
+    assert_eq!(v.patch_ops().unwrap().len(), 1);
+}
