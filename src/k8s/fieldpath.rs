@@ -130,25 +130,34 @@ pub enum JsonSegment<'a> {
 }
 
 impl fmt::Display for FieldPath {
+    /// Rendered whole, then written at once: the response writer escapes what it is given call
+    /// by call, and a segment a call cost a denial a tenth of its instructions.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut first = true;
-        for s in &self.0 {
+        if self.0.is_empty() {
+            return f.write_str("<nil>");
+        }
+        let mut out = String::with_capacity(128);
+        for (k, s) in self.0.iter().enumerate() {
             match s {
                 Segment::Field(name) => {
-                    if !first {
-                        f.write_str(".")?;
+                    if k > 0 {
+                        out.push('.');
                     }
-                    f.write_str(name)?;
+                    out.push_str(name);
                 }
-                Segment::Index(i) => write!(f, "[{i}]")?,
-                Segment::Key(k) => write!(f, "[{k}]")?,
+                Segment::Index(i) => {
+                    out.push('[');
+                    out.push_str(itoa::Buffer::new().format(*i));
+                    out.push(']');
+                }
+                Segment::Key(key) => {
+                    out.push('[');
+                    out.push_str(key);
+                    out.push(']');
+                }
             }
-            first = false;
         }
-        if first {
-            f.write_str("<nil>")?;
-        }
-        Ok(())
+        f.write_str(&out)
     }
 }
 
