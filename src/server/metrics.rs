@@ -15,7 +15,7 @@ use crate::rules::{Outcome, Verdict};
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     endpoint: &'static str,
-    rule: String,
+    rule: &'static str,
     verdict: &'static str,
 }
 
@@ -176,7 +176,7 @@ impl Metrics {
                 })
                 .inc();
         }
-        let rules: Vec<(&str, &'static str)> = match verdict {
+        let rules: Vec<(&'static str, &'static str)> = match verdict {
             Some(v) if !v.rules_run.is_empty() => v
                 .rules_run
                 .iter()
@@ -193,7 +193,7 @@ impl Metrics {
         self.count(endpoint, &[("none", verdict)], took);
     }
 
-    fn count(&self, endpoint: Endpoint, rules: &[(&str, &'static str)], took: Duration) {
+    fn count(&self, endpoint: Endpoint, rules: &[(&'static str, &'static str)], took: Duration) {
         self.latency
             .get_or_create(&EndpointLabels {
                 endpoint: endpoint_name(endpoint),
@@ -204,7 +204,7 @@ impl Metrics {
             self.requests
                 .get_or_create(&RequestLabels {
                     endpoint,
-                    rule: rule.to_string(),
+                    rule,
                     verdict,
                 })
                 .inc();
