@@ -391,6 +391,22 @@ pub fn constraint_implies(new: Option<&[Term]>, old: Option<&[Term]>) -> bool {
     }
 }
 
+/// True when every node `new`'s nodeSelector and required terms allow, `old`'s allow. Two
+/// selectors without terms need no terms built: a map of `key = value` requirements (one value
+/// a key, so never contradictory) implies another exactly when it holds every pair of it.
+pub fn pod_constraint_implies(
+    new: (&BTreeMap<String, String>, Option<&[NodeSelectorTerm]>),
+    old: (&BTreeMap<String, String>, Option<&[NodeSelectorTerm]>),
+) -> bool {
+    match (new, old) {
+        ((n, None), (o, None)) => o.iter().all(|(k, v)| n.get(k) == Some(v)),
+        ((n, nt), (o, ot)) => constraint_implies(
+            pod_node_constraint(n, nt).as_deref(),
+            pod_node_constraint(o, ot).as_deref(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,5 +508,38 @@ mod tests {
         assert_eq!(c[0].to_string(), "zone In [a], disk In [ssd]");
         assert!(constraint_implies(Some(&c), None));
         assert!(!constraint_implies(None, Some(&c)));
+    }
+
+    /// The selector-only shortcut gives what the general implication gives.
+    #[test]
+    fn selector_implication_shortcut_agrees_with_terms() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let selectors = [
+            map(&[]),
+            map(&[("disk", "ssd")]),
+            map(&[("disk", "hdd")]),
+            map(&[("disk", "ssd"), ("zone", "a")]),
+            map(&[("zone", "a")]),
+            map(&[("disk", "")]),
+            map(&[("disk", "ssd"), ("zone", "a"), ("gpu", "t4")]),
+        ];
+        for n in &selectors {
+            for o in &selectors {
+                let general = constraint_implies(
+                    pod_node_constraint(n, None).as_deref(),
+                    pod_node_constraint(o, None).as_deref(),
+                );
+                assert_eq!(
+                    pod_constraint_implies((n, None), (o, None)),
+                    general,
+                    "{n:?} => {o:?}"
+                );
+            }
+        }
     }
 }

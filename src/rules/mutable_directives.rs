@@ -13,9 +13,7 @@ use super::{
     Action, Finding, Input, Note, ObjectKind, Operation, Phase, Request, Rule, RuleId, RuleMeta,
     User, Verdict, Voice,
 };
-use crate::core::nodeselector::{
-    constraint_implies, pod_node_constraint, Requirement, Source, Term,
-};
+use crate::core::nodeselector::{pod_constraint_implies, Requirement, Source, Term};
 use crate::k8s::fieldpath::{ErrorType, FieldError, FieldPath};
 use crate::k8s::model::PodSpec;
 use crate::k8s::semantic::{map_eq, toleration_eq_but_seconds, SemEq};
@@ -191,9 +189,9 @@ pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives)
                 )],
             });
         }
-        let tightening = constraint_implies(
-            pod_node_constraint(new.node_selector(), required_terms(new_na)).as_deref(),
-            pod_node_constraint(old.node_selector(), required_terms(old_na)).as_deref(),
+        let tightening = pod_constraint_implies(
+            (new.node_selector(), required_terms(new_na)),
+            (old.node_selector(), required_terms(old_na)),
         );
         if selector_changed {
             out.extend(check_node_selector(
