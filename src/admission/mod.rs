@@ -186,7 +186,7 @@ fn review_with(
                 rules,
             )
         }
-        Use::Template(kind) => {
+        Use::Template(kind, _) => {
             let object = reader::template_of(req.object, kind, "object", op)?;
             let old = match op {
                 Operation::Update => {

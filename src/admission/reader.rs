@@ -37,8 +37,8 @@ pub(super) fn operation(op: &KubeOperation) -> Operation {
 /// What a request's object is to us, decided from the request's kind, operation and subresource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Use {
-    /// A rule reads its pod template.
-    Template(Kind),
+    /// A rule reads its pod template, this much of it (on the on-demand path).
+    Template(Kind, Part),
     /// A WorkloadSpread to validate.
     Spread,
     /// No rule reads it.
@@ -72,9 +72,17 @@ pub(super) fn use_of(
         kind: object,
         cluster_aware,
     };
+    let part = if old {
+        Part::SCHEDULING
+    } else {
+        Part {
+            identity: true,
+            resources: rules::reads_resources(&rules.spec, request),
+        }
+    };
     match object {
         _ if !rules::applies(&rules.spec, request) => Use::Ignore,
-        ObjectKind::Template(k) => Use::Template(k),
+        ObjectKind::Template(k) => Use::Template(k, part),
         ObjectKind::WorkloadSpread => Use::Spread,
     }
 }
@@ -158,7 +166,7 @@ impl<'de> Visitor<'de> for SlotSeed {
 
     fn visit_some<D: de::Deserializer<'de>>(self, d: D) -> Result<Slot<'de>, D::Error> {
         Ok(match self.0 {
-            Some(Use::Template(k)) => Slot::Read(Box::new(TemplateSeed(k).deserialize(d)?)),
+            Some(Use::Template(k, _)) => Slot::Read(Box::new(TemplateSeed(k).deserialize(d)?)),
             Some(Use::Ignore) => {
                 IgnoredAny::deserialize(d)?;
                 Slot::Skipped
@@ -578,8 +586,7 @@ fn direct_request<'de>(
                     Slot::Absent
                 } else {
                     match decided {
-                        Some(Use::Template(k)) => {
-                            let part = if old { Part::Scheduling } else { Part::Whole };
+                        Some(Use::Template(k, part)) => {
                             Slot::Read(Box::new(workload::read_direct(k, part, de)?))
                         }
                         Some(Use::Ignore) => {

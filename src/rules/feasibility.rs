@@ -63,6 +63,11 @@ impl Rule for FeasibilityRule {
             && matches!(r.kind, ObjectKind::Template(k) if k != Kind::PodTemplate)
     }
 
+    /// NodeResourcesFit and NodePorts read the containers.
+    fn reads_resources(_: &Feasibility, _: Request) -> bool {
+        true
+    }
+
     fn evaluate(s: &Feasibility, input: &Input, verdict: &mut Verdict) {
         let Some((new, old)) = input.templates() else {
             return;

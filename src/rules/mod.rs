@@ -139,7 +139,7 @@ pub struct Input<'a> {
     pub object: Subject<'a>,
     /// On UPDATE, the stored object (of the same kind). Rules compare only its pod spec's
     /// scheduling fields, and the admission path reads only those of a pod template
-    /// ([`crate::k8s::workload::Part::Scheduling`]): its metadata and containers are empty.
+    /// ([`crate::k8s::workload::Part::SCHEDULING`]): its metadata and containers are empty.
     pub old_object: Option<Subject<'a>>,
     pub context: Context<'a>,
 }
@@ -208,6 +208,12 @@ pub trait Rule {
     /// Whether it reads requests like this one. The server skips reading objects no rule
     /// applies to, and [`evaluate`] calls only the rules that apply.
     fn applies(settings: &Self::Settings, request: Request) -> bool;
+    /// Whether, applying to such a request, it reads the pod's containers, overhead and
+    /// pod-level resources (the scheduler's resource and port filters). When no rule does, the
+    /// admission path skips them: a tenth of reading a pod.
+    fn reads_resources(_settings: &Self::Settings, _request: Request) -> bool {
+        false
+    }
     /// Judges one request that it applies to, adding to the verdict.
     fn evaluate(settings: &Self::Settings, input: &Input, verdict: &mut Verdict);
     /// What the types of the settings cannot express; `path` is the section's.
@@ -236,6 +242,12 @@ macro_rules! registry {
         /// Whether any rule applies to such a request.
         pub fn applies(spec: &RuleSpec, request: Request) -> bool {
             $(<$rule as Rule>::applies(&spec.$field, request) ||)* false
+        }
+
+        /// Whether a rule that applies to such a request reads the pod's resources.
+        pub fn reads_resources(spec: &RuleSpec, request: Request) -> bool {
+            $((<$rule as Rule>::applies(&spec.$field, request)
+                && <$rule as Rule>::reads_resources(&spec.$field, request)) ||)* false
         }
 
         fn run(spec: &RuleSpec, input: &Input, verdict: &mut Verdict) {
@@ -303,6 +315,32 @@ pub fn evaluate(input: &Input, rules: &RuleSet) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only the cluster-aware feasibility check reads containers and resources; everywhere
+    /// else the admission path leaves them unread.
+    #[test]
+    fn only_cluster_aware_validation_reads_resources() {
+        let spec = RuleSpec::default();
+        for cluster_aware in [false, true] {
+            for phase in [Phase::Validate, Phase::Mutate] {
+                for operation in [Operation::Create, Operation::Update, Operation::Delete] {
+                    for kind in [Kind::Pod, Kind::Deployment, Kind::PodTemplate] {
+                        let request = Request {
+                            phase,
+                            operation,
+                            kind: ObjectKind::Template(kind),
+                            cluster_aware,
+                        };
+                        let want = cluster_aware
+                            && phase == Phase::Validate
+                            && operation != Operation::Delete
+                            && kind != Kind::PodTemplate;
+                        assert_eq!(reads_resources(&spec, request), want, "{request:?}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn rule_ids_are_unique_and_documented() {

@@ -37,17 +37,29 @@ impl Seen {
     }
 }
 
-/// How much of an object to read.
+/// How much of an object to read, beyond the kind and the pod spec's scheduling fields
+/// (nodeName, nodeSelector, affinity, tolerations, schedulingGates, topologySpreadConstraints).
+/// What is not read is skipped like any unread value (structure checked) and left empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
-    /// Every field of the view.
-    Whole,
-    /// What rules compare of an UPDATE's old object: the kind and the pod spec's scheduling
-    /// fields (nodeName, nodeSelector, affinity, tolerations, schedulingGates,
-    /// topologySpreadConstraints). Metadata, the workload's selector, containers, overhead and
-    /// pod resources are skipped like any unread value (structure checked, left empty), which
-    /// spares a gated pod UPDATE about a sixth of its instructions.
-    Scheduling,
+pub struct Part {
+    /// The object's and the template's metadata, and a workload's selector: not compared of an
+    /// UPDATE's old object (skipping them spares a gated pod UPDATE a sixth of its reading).
+    pub identity: bool,
+    /// Containers, init containers, overhead and pod-level resources: read only for rules that
+    /// use them ([`crate::rules::reads_resources`]).
+    pub resources: bool,
+}
+
+impl Part {
+    pub const WHOLE: Part = Part {
+        identity: true,
+        resources: true,
+    };
+    /// What rules compare of an UPDATE's old object.
+    pub const SCHEDULING: Part = Part {
+        identity: false,
+        resources: false,
+    };
 }
 
 /// The pod template of an object of `kind`, or an error when serde must read it.
@@ -158,7 +170,7 @@ fn workload_spec(de: &mut Deserializer, part: Part) -> Result<WorkloadSpec, Erro
     de.read_object(|de, key| match key {
         "selector" => {
             seen.first(0)?;
-            if part == Part::Scheduling {
+            if !part.identity {
                 return de.skip_value();
             }
             spec.selector = Option::<serde_json::Value>::deserialize(&mut *de)?;
@@ -195,7 +207,7 @@ fn template_view(de: &mut Deserializer, part: Part) -> Result<TemplateView, Erro
 
 fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
     let mut meta = ObjectMeta::default();
-    if part == Part::Scheduling {
+    if !part.identity {
         return de.skip_value().map(|()| meta);
     }
     let mut seen = Seen(0);
@@ -235,7 +247,6 @@ fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
 fn pod_spec(de: &mut Deserializer, part: Part) -> Result<PodSpec, Error> {
     let mut spec = PodSpec::default();
     let mut seen = Seen(0);
-    let whole = part == Part::Whole;
     de.read_object(|de, key| {
         match key {
             "nodeName" => {
@@ -264,7 +275,7 @@ fn pod_spec(de: &mut Deserializer, part: Part) -> Result<PodSpec, Error> {
             }
             "containers" => {
                 seen.first(6)?;
-                if whole {
+                if part.resources {
                     spec.containers = opt_vec(de, container)?.unwrap_or_default();
                 } else {
                     de.skip_value()?;
@@ -272,7 +283,7 @@ fn pod_spec(de: &mut Deserializer, part: Part) -> Result<PodSpec, Error> {
             }
             "initContainers" => {
                 seen.first(7)?;
-                if whole {
+                if part.resources {
                     spec.init_containers = opt_vec(de, container)?.unwrap_or_default();
                 } else {
                     de.skip_value()?;
@@ -280,7 +291,7 @@ fn pod_spec(de: &mut Deserializer, part: Part) -> Result<PodSpec, Error> {
             }
             "overhead" => {
                 seen.first(8)?;
-                if whole {
+                if part.resources {
                     spec.overhead = Deserialize::deserialize(&mut *de)?;
                 } else {
                     de.skip_value()?;
@@ -288,7 +299,7 @@ fn pod_spec(de: &mut Deserializer, part: Part) -> Result<PodSpec, Error> {
             }
             "resources" => {
                 seen.first(9)?;
-                if whole {
+                if part.resources {
                     spec.resources = Deserialize::deserialize(&mut *de)?;
                 } else {
                     de.skip_value()?;

@@ -129,7 +129,7 @@ fn the_hand_reader_knows_every_field_of_the_derived_views() {
 /// answers, serde answers the same.
 fn agree(text: &str, kind: Kind) -> bool {
     let mut de = Deserializer::new(text);
-    let hand = template(kind, Part::Whole, &mut de).and_then(|t| de.end().map(|()| t));
+    let hand = template(kind, Part::WHOLE, &mut de).and_then(|t| de.end().map(|()| t));
     let mut de = Deserializer::new(text);
     let derived = TemplateSeed(kind)
         .deserialize(&mut de)
@@ -228,27 +228,37 @@ fn full_field_objects() -> Vec<(Kind, String)> {
     ]
 }
 
-/// An UPDATE's old object read for its scheduling fields is the whole read less what rules do
-/// not compare of it.
+/// A part of an object is the whole read less what the part leaves out: metadata and the
+/// selector for an UPDATE's old object, resources when no rule reads them.
 #[test]
-fn the_scheduling_part_is_the_whole_less_metadata_selector_and_containers() {
+fn a_part_is_the_whole_less_what_it_leaves_out() {
     let read = |text: &str, kind, part| {
         let mut de = Deserializer::new(text);
         template(kind, part, &mut de).and_then(|t| de.end().map(|()| t))
     };
     let mut objects = recorded_objects();
     objects.extend(full_field_objects());
-    for (kind, text) in &objects {
-        let mut want = read(text, *kind, Part::Whole).unwrap();
-        want.meta = ObjectMeta::default();
-        want.template_meta = want.template_meta.map(|_| ObjectMeta::default());
-        want.selector = None;
-        want.spec.containers.clear();
-        want.spec.init_containers.clear();
-        want.spec.overhead = None;
-        want.spec.resources = None;
-        let got = read(text, *kind, Part::Scheduling).unwrap();
-        assert_eq!(got, want, "{text}");
+    let no_resources = Part {
+        identity: true,
+        resources: false,
+    };
+    for part in [Part::SCHEDULING, no_resources] {
+        for (kind, text) in &objects {
+            let mut want = read(text, *kind, Part::WHOLE).unwrap();
+            if !part.identity {
+                want.meta = ObjectMeta::default();
+                want.template_meta = want.template_meta.map(|_| ObjectMeta::default());
+                want.selector = None;
+            }
+            if !part.resources {
+                want.spec.containers.clear();
+                want.spec.init_containers.clear();
+                want.spec.overhead = None;
+                want.spec.resources = None;
+            }
+            let got = read(text, *kind, part).unwrap();
+            assert_eq!(got, want, "{part:?} {text}");
+        }
     }
 }
 
