@@ -1,5 +1,6 @@
 //! Prometheus metrics of the server (served on `/metrics` in OpenMetrics text).
 
+use std::sync::{OnceLock, RwLock};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -49,9 +50,27 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<EndpointLabels, Histogram>,
     in_flight: Gauge,
+    handles: Handles,
     rule_reloads: Family<ResultLabels, Counter>,
     tls_reloads: Family<ResultLabels, Counter>,
     cert_expiry: Gauge,
+}
+
+/// The request counters and latency histograms already taken from their families. A family
+/// lookup (a lock and a SipHash of the labels) for each rule of each request cost the server
+/// about 2% of a request's instructions; a counter is found again by the addresses of its
+/// static labels (the same text at another address only takes a second slot for the same
+/// series).
+#[derive(Default)]
+struct Handles {
+    latency: [OnceLock<Histogram>; 2],
+    requests: RwLock<Vec<(LabelAddrs, Counter)>>,
+}
+
+type LabelAddrs = [(usize, usize); 3];
+
+fn addrs(l: &RequestLabels) -> LabelAddrs {
+    [l.endpoint, l.rule, l.verdict].map(|s| (s.as_ptr() as usize, s.len()))
 }
 
 /// Decrements the in-flight gauge when a request ends, however it ends.
@@ -154,6 +173,7 @@ impl Metrics {
             requests,
             latency,
             in_flight,
+            handles: Handles::default(),
             rule_reloads,
             tls_reloads,
             cert_expiry,
@@ -194,20 +214,39 @@ impl Metrics {
     }
 
     fn count(&self, endpoint: Endpoint, rules: &[(&'static str, &'static str)], took: Duration) {
-        self.latency
-            .get_or_create(&EndpointLabels {
-                endpoint: endpoint_name(endpoint),
+        let at = match endpoint {
+            Endpoint::Validate => 0,
+            Endpoint::Mutate => 1,
+        };
+        let endpoint = endpoint_name(endpoint);
+        self.handles.latency[at]
+            .get_or_init(|| {
+                self.latency
+                    .get_or_create(&EndpointLabels { endpoint })
+                    .clone()
             })
             .observe(took.as_secs_f64());
-        let endpoint = endpoint_name(endpoint);
-        for (rule, verdict) in rules {
-            self.requests
-                .get_or_create(&RequestLabels {
-                    endpoint,
-                    rule,
-                    verdict,
-                })
-                .inc();
+        for &(rule, verdict) in rules {
+            self.inc_request(RequestLabels {
+                endpoint,
+                rule,
+                verdict,
+            });
+        }
+    }
+
+    fn inc_request(&self, labels: RequestLabels) {
+        let key = addrs(&labels);
+        if let Ok(known) = self.handles.requests.read() {
+            if let Some((_, c)) = known.iter().find(|(k, _)| *k == key) {
+                c.inc();
+                return;
+            }
+        }
+        let c = self.requests.get_or_create(&labels).clone();
+        c.inc();
+        if let Ok(mut known) = self.handles.requests.write() {
+            known.push((key, c));
         }
     }
 
@@ -256,6 +295,30 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counted through the handles, a series is the same one whatever the labels' addresses.
+    #[test]
+    fn cached_counters_count_the_same_series() {
+        let m = Metrics::new();
+        let verdict: &'static str = String::from("denied").leak();
+        for v in ["denied", verdict, "denied"] {
+            m.count(
+                Endpoint::Validate,
+                &[("hard-anti-affinity", v)],
+                Duration::ZERO,
+            );
+        }
+        m.count(Endpoint::Mutate, &[("none", "allowed")], Duration::ZERO);
+        let text = m.encode();
+        for want in [
+            r#"placement_guard_admission_requests_total{endpoint="validate",rule="hard-anti-affinity",verdict="denied"} 3"#,
+            r#"placement_guard_admission_requests_total{endpoint="mutate",rule="none",verdict="allowed"} 1"#,
+            r#"placement_guard_admission_duration_seconds_count{endpoint="validate"} 3"#,
+            r#"placement_guard_admission_duration_seconds_count{endpoint="mutate"} 1"#,
+        ] {
+            assert!(text.contains(want), "{want}\n{text}");
+        }
+    }
 
     #[test]
     fn encodes_every_family() {
