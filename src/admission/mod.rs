@@ -780,6 +780,46 @@ mod readers_agree {
         assert!(n > 20, "only {n} fixtures");
     }
 
+    /// What no rule reads of an UPDATE's old object (its metadata, containers, resources) and
+    /// of the new object without the cluster (containers, resources) is checked for structure
+    /// only: damaged there, a review is still answered as the reference answers it with those
+    /// values null.
+    #[test]
+    fn unread_fields_damaged_are_answered_as_if_null() {
+        let (_, body) = fixtures()
+            .into_iter()
+            .find(|(n, _)| n.ends_with("/pod-update-add-nodeselector-gated.validate.json"))
+            .unwrap();
+        // Edited as text: the apiserver's field order decides what the single pass reads.
+        let text = String::from_utf8(body).unwrap();
+        let (new, old) = text.split_once("\"oldObject\"").unwrap();
+        let cases = [
+            // The old object's metadata: an invalid number.
+            (
+                new.to_string(),
+                old.replacen("\"generation\": 1", "\"generation\": -", 1),
+            ),
+            // The old object's containers: an invalid array.
+            (
+                new.to_string(),
+                old.replacen("\"resources\": {}", "\"resources\": [1,]", 1),
+            ),
+            // The new object's containers (no rule reads them without the cluster).
+            (
+                new.replacen("\"resources\": {}", "\"resources\": tru", 1),
+                old.to_string(),
+            ),
+        ];
+        for (new, old) in cases {
+            let damaged = format!("{new}\"oldObject\"{old}");
+            assert_ne!(damaged, text);
+            let r = review_reference(damaged.as_bytes(), Endpoint::Validate, &RuleSet::default());
+            assert!(r.is_err(), "{damaged}");
+            // Both endpoints, both rule sets: answered, as the reference answers it nulled.
+            assert_eq!(agree(damaged.as_bytes())[2], 4, "{damaged}");
+        }
+    }
+
     /// Recorded reviews with bytes replaced (a fixed pseudo-random sequence): every case of the
     /// property is met, the lenient one included.
     #[test]

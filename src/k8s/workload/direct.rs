@@ -210,6 +210,10 @@ fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
     if !part.identity {
         return de.skip_value().map(|()| meta);
     }
+    // `null` leaves the metadata empty, as Go (and the views' serde) read it.
+    if de.read_null() {
+        return Ok(meta);
+    }
     let mut seen = Seen(0);
     de.read_object(|de, key| {
         match key {
