@@ -15,7 +15,8 @@ use crate::rules::{self, Verdict};
 
 /// The whole response body.
 pub(super) fn encode(uid: &str, verdict: Option<&Verdict>) -> Result<Vec<u8>, serde_json::Error> {
-    let mut out = Vec::with_capacity(256);
+    // A denial or a patch with its warnings fits without growing (an allow takes ~150 bytes).
+    let mut out = Vec::with_capacity(2048);
     out.extend_from_slice(b"{\"apiVersion\":\"");
     out.extend_from_slice(API_VERSION.as_bytes());
     out.extend_from_slice(b"\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
@@ -83,7 +84,7 @@ fn status(out: &mut Vec<u8>, v: &Verdict) {
 /// Every patch operation of a verdict, in order, as the JSON array json-patch would write:
 /// `{"op":"add","path":...,"value":...}` each, the values already JSON.
 fn patch_ops(patches: &[rules::Patch]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
+    let mut out = Vec::with_capacity(1024);
     out.push(b'[');
     for (i, op) in patches.iter().flat_map(|p| &p.ops).enumerate() {
         if i > 0 {

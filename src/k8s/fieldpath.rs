@@ -72,6 +72,14 @@ impl FieldPath {
         self.with(Segment::Field(Cow::Borrowed(name)))
     }
 
+    /// `self` with several literal field names appended, in one allocation.
+    pub fn children(&self, names: &[&'static str]) -> Self {
+        let mut v = Vec::with_capacity(self.0.len() + names.len());
+        v.extend_from_slice(&self.0);
+        v.extend(names.iter().map(|&n| Segment::Field(Cow::Borrowed(n))));
+        FieldPath(v)
+    }
+
     pub fn index(&self, i: usize) -> Self {
         self.with(Segment::Index(i))
     }
@@ -356,6 +364,12 @@ mod tests {
         assert_eq!(
             FieldPath::new("spec.affinity"),
             FieldPath::root().child("spec").child("affinity")
+        );
+        assert_eq!(
+            FieldPath::fields(&["spec", "template"])
+                .children(&["spec", "affinity"])
+                .index(0),
+            FieldPath::parse("spec.template.spec.affinity[0]")
         );
     }
 

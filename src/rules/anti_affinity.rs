@@ -199,11 +199,11 @@ pub fn check(
     let old_terms = old
         .map(|o| o.spec.required_pod_anti_affinity())
         .unwrap_or(&[]);
-    let base = object
-        .spec_path()
-        .child("affinity")
-        .child("podAntiAffinity")
-        .child("requiredDuringSchedulingIgnoredDuringExecution");
+    let base = object.spec_path().children(&[
+        "affinity",
+        "podAntiAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    ]);
     let allowed = cfg.allowed_topology_keys.join(", ");
     let mut out = Vec::new();
     for (i, term) in terms.iter().enumerate() {
