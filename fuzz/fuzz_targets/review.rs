@@ -10,7 +10,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use placement_guard::admission::{
-    null_skipped, review, review_reference, skipped_values, Endpoint,
+    blank_skipped, review, review_reference, skipped_values, Endpoint,
 };
 use placement_guard::rules::RuleSet;
 
@@ -34,8 +34,8 @@ fuzz_target!(|body: &[u8]| {
                 (Ok(f), Err(_)) => {
                     let skipped = skipped_values(body, endpoint, &rules)
                         .expect("the on-demand reader answered, so it read the body");
-                    let r = review_reference(&null_skipped(body, &skipped), endpoint, &rules)
-                        .expect("with skipped values nulled, the reference answers");
+                    let r = review_reference(&blank_skipped(body, &skipped), endpoint, &rules)
+                        .expect("with skipped values blanked, the reference answers");
                     assert_eq!(f.body, r.body);
                 }
             }

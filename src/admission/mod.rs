@@ -92,7 +92,7 @@ pub fn review_reference(
 }
 
 /// The byte ranges of the values the on-demand reader skips in a body it reads, `None` when it
-/// refuses the body (the differential tests null them and compare with the reference).
+/// refuses the body (the differential tests blank them and compare with the reference).
 #[doc(hidden)]
 pub fn skipped_values(
     body: &[u8],
@@ -110,15 +110,21 @@ pub fn skipped_values(
     Some(skips)
 }
 
-/// `body` with each of the `skipped` byte ranges replaced by `null` (the differential tests:
-/// the reference must answer it as the on-demand reader answered `body`).
+/// `body` with each of the `skipped` byte ranges blanked: an object becomes `{}`, an array `[]`,
+/// anything else `null` (the differential tests: the reference must answer it as the on-demand
+/// reader answered `body`). Empty containers rather than `null`, because some skipped values
+/// sit where a view requires an object (an UPDATE's old metadata).
 #[doc(hidden)]
-pub fn null_skipped(body: &[u8], skipped: &[std::ops::Range<usize>]) -> Vec<u8> {
+pub fn blank_skipped(body: &[u8], skipped: &[std::ops::Range<usize>]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len());
     let mut at = 0;
     for r in skipped {
         out.extend_from_slice(body.get(at..r.start).unwrap_or_default());
-        out.extend_from_slice(b"null");
+        out.extend_from_slice(match body.get(r.start) {
+            Some(b'{') => b"{}",
+            Some(b'[') => b"[]",
+            _ => b"null",
+        });
         at = r.end;
     }
     out.extend_from_slice(body.get(at..).unwrap_or_default());
@@ -755,8 +761,8 @@ mod readers_agree {
                     }
                     (Ok(f), Err(_)) => {
                         let skipped = skipped_values(body, endpoint, &rules).unwrap();
-                        let r = review_reference(&null_skipped(body, &skipped), endpoint, &rules)
-                            .unwrap_or_else(|e| panic!("{e}: nulled\n{shown}"));
+                        let r = review_reference(&blank_skipped(body, &skipped), endpoint, &rules)
+                            .unwrap_or_else(|e| panic!("{e}: blanked\n{shown}"));
                         assert_eq!(f.body, r.body, "{shown}");
                         seen[2] += 1;
                     }
@@ -783,9 +789,9 @@ mod readers_agree {
     /// What no rule reads of an UPDATE's old object (its metadata, containers, resources) and
     /// of the new object without the cluster (containers, resources) is checked for structure
     /// only: damaged there, a review is still answered as the reference answers it with those
-    /// values null.
+    /// values blanked.
     #[test]
-    fn unread_fields_damaged_are_answered_as_if_null() {
+    fn unread_fields_damaged_are_answered_as_if_blank() {
         let (_, body) = fixtures()
             .into_iter()
             .find(|(n, _)| n.ends_with("/pod-update-add-nodeselector-gated.validate.json"))
@@ -815,9 +821,18 @@ mod readers_agree {
             assert_ne!(damaged, text);
             let r = review_reference(damaged.as_bytes(), Endpoint::Validate, &RuleSet::default());
             assert!(r.is_err(), "{damaged}");
-            // Both endpoints, both rule sets: answered, as the reference answers it nulled.
+            // Both endpoints, both rule sets: answered, as the reference answers it blanked.
             assert_eq!(agree(damaged.as_bytes())[2], 4, "{damaged}");
         }
+        // An old metadata that is not an object is not skipped: both readers refuse it alike.
+        let old = old.replacen("\"metadata\": {", "\"metadata\": 5, \"x\": {", 1);
+        let damaged = format!("{new}\"oldObject\"{old}");
+        assert_eq!(agree(damaged.as_bytes()), [0, 4, 0], "{damaged}");
+        let refused = review(damaged.as_bytes(), Endpoint::Validate, &RuleSet::default());
+        assert!(
+            matches!(&refused, Err(ReviewError::BadRequest(m)) if m.contains("oldObject")),
+            "{refused:?}"
+        );
     }
 
     /// Recorded reviews with bytes replaced (a fixed pseudo-random sequence): every case of the

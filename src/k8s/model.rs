@@ -180,8 +180,7 @@ pub struct ContainerPort {
     pub protocol: Option<String>,
 }
 
-/// `null` as the default, as Go's JSON decoding leaves a field on `null`.
-pub(crate) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Default + Deserialize<'de>,

@@ -209,6 +209,11 @@ impl<'de> Deserializer<'de> {
         Error::custom(format_args!("{what} at byte {}", self.pos))
     }
 
+    /// Whether the next value is an object (nothing consumed).
+    pub fn at_object(&mut self) -> bool {
+        self.peek() == Some(b'{')
+    }
+
     /// The next byte after whitespace, not consumed.
     #[inline]
     fn peek(&mut self) -> Option<u8> {

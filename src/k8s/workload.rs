@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::k8s::fieldpath::{FieldPath, JsonSegment};
-use crate::k8s::model::{null_as_default, ObjectMeta, PodSpec};
+use crate::k8s::model::{ObjectMeta, PodSpec};
 
 mod direct;
 
@@ -198,7 +198,7 @@ pub struct ParseError {
 struct PodObject {
     #[serde(default)]
     kind: Option<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     metadata: ObjectMeta,
     #[serde(default)]
     spec: PodSpec,
@@ -206,7 +206,7 @@ struct PodObject {
 
 #[derive(Deserialize, Default)]
 struct TemplateView {
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     metadata: ObjectMeta,
     #[serde(default)]
     spec: PodSpec,
@@ -216,7 +216,7 @@ struct TemplateView {
 struct PodTemplateObject {
     #[serde(default)]
     kind: Option<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     metadata: ObjectMeta,
     #[serde(default)]
     template: TemplateView,
@@ -234,7 +234,7 @@ struct WorkloadSpec {
 struct WorkloadObject {
     #[serde(default)]
     kind: Option<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     metadata: ObjectMeta,
     #[serde(default)]
     spec: WorkloadSpec,
@@ -258,7 +258,7 @@ struct CronJobSpec {
 struct CronJobObject {
     #[serde(default)]
     kind: Option<String>,
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default)]
     metadata: ObjectMeta,
     #[serde(default)]
     spec: CronJobSpec,

@@ -137,9 +137,11 @@ pub struct Input<'a> {
     pub namespace: &'a str,
     pub user: User<'a>,
     pub object: Subject<'a>,
-    /// On UPDATE, the stored object (of the same kind). Rules compare only its pod spec's
-    /// scheduling fields, and the admission path reads only those of a pod template
-    /// ([`crate::k8s::workload::Part::SCHEDULING`]): its metadata and containers are empty.
+    /// On UPDATE, the stored object (of the same kind). Rules may compare only its kind and
+    /// its pod spec's scheduling fields: the admission path's single pass reads only those of a
+    /// pod template ([`crate::k8s::workload::Part::SCHEDULING`]), leaving its metadata and
+    /// containers empty, while the other paths (objects met before the request's kind, the
+    /// reference reader) read it whole.
     pub old_object: Option<Subject<'a>>,
     pub context: Context<'a>,
 }

@@ -83,7 +83,10 @@ pub struct Patch {
 
 /// An RFC 6902 `add` (the only operation our rules make), its value kept as the JSON text the
 /// response carries: serialized once from the API types, not built as a `serde_json::Value`
-/// and serialized again (that cost a patched review about a sixth of its instructions).
+/// and serialized again (that cost a patched review about a sixth of its instructions). Its
+/// keys come in the order the type serializes them; k8s-openapi's types write theirs sorted,
+/// as a `Value` wrote them, so the patch bytes did not change (a value of another type would
+/// keep its own order).
 #[derive(Clone, Debug)]
 pub struct AddOp {
     pub path: FieldPath,

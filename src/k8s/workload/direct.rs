@@ -208,11 +208,11 @@ fn template_view(de: &mut Deserializer, part: Part) -> Result<TemplateView, Erro
 fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
     let mut meta = ObjectMeta::default();
     if !part.identity {
+        // Skipped, but an object as the view requires (anything else goes to serde).
+        if !de.at_object() {
+            return Err(Error::custom("metadata is not an object"));
+        }
         return de.skip_value().map(|()| meta);
-    }
-    // `null` leaves the metadata empty, as Go (and the views' serde) read it.
-    if de.read_null() {
-        return Ok(meta);
     }
     let mut seen = Seen(0);
     de.read_object(|de, key| {
