@@ -72,17 +72,16 @@ pub(super) fn use_of(
         kind: object,
         cluster_aware,
     };
-    let part = if old {
-        Part::SCHEDULING
-    } else {
-        Part {
-            identity: true,
-            resources: rules::reads_resources(&rules.spec, request),
-        }
-    };
     match object {
         _ if !rules::applies(&rules.spec, request) => Use::Ignore,
-        ObjectKind::Template(k) => Use::Template(k, part),
+        ObjectKind::Template(k) if old => Use::Template(k, Part::SCHEDULING),
+        ObjectKind::Template(k) => Use::Template(
+            k,
+            Part {
+                identity: true,
+                resources: rules::reads_resources(&rules.spec, request),
+            },
+        ),
         ObjectKind::WorkloadSpread => Use::Spread,
     }
 }

@@ -41,12 +41,7 @@ impl FieldPath {
     /// A path of literal field names (`["spec", "template"]`), borrowed: paths derived from it
     /// copy no strings.
     pub fn fields(names: &[&'static str]) -> Self {
-        FieldPath(
-            names
-                .iter()
-                .map(|&n| Segment::Field(Cow::Borrowed(n)))
-                .collect(),
-        )
+        FieldPath::root().children(names)
     }
 
     /// Parses a path as serde and Kubernetes print it: `spec.containers[0].ports[1].name`.

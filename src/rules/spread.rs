@@ -234,7 +234,7 @@ fn default(
             message: why,
         }),
         Defaulting::Add { path, constraints } => match AddOp::new(path.clone(), &constraints) {
-            Ok(op) => verdict.patches.push(patch(path, op, describe.then_some(&constraints))),
+            Ok(op) => verdict.patches.push(patch(path, op, describe.then_some(constraints.as_slice()))),
             Err(e) => verdict.notes.push(Note {
                 rule: DEFAULTS_ID,
                 voice: Voice::Rule,
@@ -246,7 +246,7 @@ fn default(
 }
 
 /// The patch, in words too when `described` holds the constraints.
-fn patch(path: FieldPath, op: AddOp, described: Option<&Vec<TopologySpreadConstraint>>) -> Patch {
+fn patch(path: FieldPath, op: AddOp, described: Option<&[TopologySpreadConstraint]>) -> Patch {
     Patch {
         rule: DEFAULTS_ID,
         ops: vec![op],

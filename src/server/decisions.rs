@@ -107,14 +107,19 @@ struct Rules<'a>(&'a [RuleId]);
 
 impl std::fmt::Display for Rules<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, r) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            f.write_str(r.as_str())?;
-        }
-        Ok(())
+        write_rules(f, self.0)
     }
+}
+
+/// Rule ids joined by commas, into any writer (the direct lines write into their `String`).
+fn write_rules<W: std::fmt::Write + ?Sized>(w: &mut W, rules: &[RuleId]) -> std::fmt::Result {
+    for (i, r) in rules.iter().enumerate() {
+        if i > 0 {
+            w.write_str(",")?;
+        }
+        w.write_str(r.as_str())?;
+    }
+    Ok(())
 }
 
 fn format_line(
@@ -150,7 +155,7 @@ fn format_line(
             out.push_str("\" endpoint=");
             out.push_str(endpoint);
             out.push_str(" rules=");
-            rules(out, d.rules);
+            let _ = write_rules(out, d.rules);
             out.push_str(" verdict=\"");
             out.push_str(d.verdict);
             out.push_str("\" allowed=");
@@ -177,7 +182,7 @@ fn format_line(
                 ",\"operation\":\"{}\",\"endpoint\":\"{endpoint}\",\"rules\":\"",
                 d.operation
             );
-            let _ = write!(out, "{}", Rules(d.rules));
+            let _ = write_rules(out, d.rules);
             let _ = writeln!(
                 out,
                 "\",\"verdict\":\"{}\",\"allowed\":{},\"micros\":{}}},\"target\":\"{TARGET}\"}}",
@@ -195,15 +200,6 @@ fn padded(level: tracing::Level) -> &'static str {
         tracing::Level::INFO => " INFO",
         tracing::Level::WARN => " WARN",
         tracing::Level::ERROR => "ERROR",
-    }
-}
-
-fn rules(out: &mut String, rules: &[RuleId]) {
-    for (i, r) in rules.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(r.as_str());
     }
 }
 
