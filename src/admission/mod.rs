@@ -99,7 +99,7 @@ pub fn skipped_values(
     endpoint: Endpoint,
     rules: &RuleSet,
 ) -> Option<Vec<std::ops::Range<usize>>> {
-    let text = std::str::from_utf8(body).ok()?;
+    let text = simdutf8::basic::from_utf8(body).ok()?;
     let mut skips = Vec::new();
     let read = reader::Read::Direct {
         phase: endpoint.phase(),

@@ -439,7 +439,7 @@ pub(super) fn read_review<'de>(
     }
     // One UTF-8 check of the whole body is cheaper than serde_json's check of every string it
     // reads from bytes; a body that fails it is read from bytes for serde_json's exact error.
-    match std::str::from_utf8(body) {
+    match simdutf8::basic::from_utf8(body) {
         Ok(text) => run(serde_json::Deserializer::from_str(text), read),
         Err(_) => run(serde_json::Deserializer::from_slice(body), read),
     }
@@ -693,7 +693,8 @@ pub(super) fn parse_review<'de>(
         cluster_aware,
     };
     let env = match reader {
-        JsonReader::OnDemand => match std::str::from_utf8(body) {
+        // simdutf8: a third of std's instructions on an ASCII body (SIMD chosen at run time).
+        JsonReader::OnDemand => match simdutf8::basic::from_utf8(body) {
             Ok(text) => read_review_on_demand(text, direct, None),
             Err(e) => Err(serde::de::Error::custom(e)),
         },
