@@ -815,6 +815,12 @@ mod readers_agree {
                 new.replacen("\"resources\": {}", "\"resources\": tru", 1),
                 old.to_string(),
             ),
+            // An unknown field of a toleration, the same in both objects: the old object's
+            // tolerations are taken from the new one's reading, and the field is skipped in both.
+            (
+                new.replacen("\"tolerations\": [", "\"tolerations\": [{\"x\": tru},", 1),
+                old.replacen("\"tolerations\": [", "\"tolerations\": [{\"x\": tru},", 1),
+            ),
         ];
         for (new, old) in cases {
             let damaged = format!("{new}\"oldObject\"{old}");

@@ -531,6 +531,7 @@ fn direct_request<'de>(
     let mut old_object: Option<Slot<'de>> = None;
     let mut dry_run: Option<()> = None;
     let mut options: Option<()> = None;
+    let mut noted = workload::Noted::default();
     let skip = |slot: &mut Option<()>, de: &mut ondemand::Deserializer| {
         first(slot)?;
         *slot = Some(());
@@ -578,15 +579,26 @@ fn direct_request<'de>(
             }
             "object" | "oldObject" => {
                 let old = key == "oldObject";
-                let slot = if old { &mut old_object } else { &mut object };
-                first(slot)?;
                 let decided = decide(read, &kind, &op, &sub_resource, old);
-                *slot = Some(if de.read_null() {
+                let mut echo = match (&object, old) {
+                    (None, false) if op == Some(KubeOperation::Update) && old_object.is_none() => {
+                        workload::Echo::Note(&mut noted)
+                    }
+                    (Some(Slot::Read(new)), true) => workload::Echo::Reuse {
+                        noted: &noted,
+                        new,
+                        top: 0,
+                        spec: 0,
+                    },
+                    _ => workload::Echo::Off,
+                };
+                first(if old { &old_object } else { &object })?;
+                let read = Some(if de.read_null() {
                     Slot::Absent
                 } else {
                     match decided {
                         Some(Use::Template(k, part)) => {
-                            Slot::Read(Box::new(workload::read_direct(k, part, de)?))
+                            Slot::Read(Box::new(workload::read_direct(k, part, de, &mut echo)?))
                         }
                         Some(Use::Ignore) => {
                             de.skip_value()?;
@@ -595,6 +607,11 @@ fn direct_request<'de>(
                         Some(Use::Spread) | None => Slot::Raw(<&RawValue>::deserialize(&mut *de)?),
                     }
                 });
+                if old {
+                    old_object = read;
+                } else {
+                    object = read;
+                }
             }
             "dryRun" => skip(&mut dry_run, de)?,
             "options" => skip(&mut options, de)?,

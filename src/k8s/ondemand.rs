@@ -488,6 +488,59 @@ impl<'de> Deserializer<'de> {
         self.skip()
     }
 
+    /// Whether the next value is a non-empty object or array (the values worth recognizing
+    /// as copies); when it is, [`Deserializer::position`] is where it starts.
+    #[inline]
+    pub fn worth_copying(&mut self) -> bool {
+        match self.peek() {
+            Some(open @ (b'{' | b'[')) => self.bytes().get(self.pos + 1) != Some(&(open + 2)),
+            _ => false,
+        }
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Consumes the next value when its text is that of the value already read at `of` (which
+    /// this reader accepted there, so it reads the same here); `false`, nothing consumed,
+    /// otherwise. Strings and containers end themselves; a scalar must end where `of` ended.
+    /// With [`Deserializer::record_skips`], the copy is recorded as skipped whole (`whole`:
+    /// the caller would have skipped it) or as the values skipped inside `of`, moved here.
+    pub fn skip_copy(&mut self, of: Range<usize>, whole: bool) -> bool {
+        self.peek();
+        let start = self.pos;
+        let b = self.bytes();
+        let end = start + of.len();
+        let (Some(copy), Some(original)) = (b.get(start..end), b.get(of.clone())) else {
+            return false;
+        };
+        if copy != original || of.is_empty() {
+            return false;
+        }
+        let closed = matches!(copy.first(), Some(b'"' | b'{' | b'['));
+        if !closed
+            && b.get(end)
+                .is_some_and(|&c| !matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'))
+        {
+            return false;
+        }
+        self.pos = end;
+        if let Some(skipped) = &mut self.skipped {
+            if whole {
+                skipped.push(start..end);
+            } else {
+                let moved: Vec<Range<usize>> = skipped
+                    .iter()
+                    .filter(|r| r.start >= of.start && r.end <= of.end)
+                    .map(|r| r.start - of.start + start..r.end - of.start + start)
+                    .collect();
+                skipped.extend(moved);
+            }
+        }
+        true
+    }
+
     /// A plain integer, consumed: no fraction, exponent or leading zero, at most 18 digits
     /// (no overflow), not `-0` (serde_json reads it as a float), and followed by the end of a
     /// value. `None` (nothing consumed) for anything else.

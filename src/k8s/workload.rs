@@ -12,7 +12,7 @@ use crate::k8s::model::{ObjectMeta, PodSpec};
 
 mod direct;
 
-pub use direct::Part;
+pub use direct::{Echo, Noted, Part};
 
 /// The kinds whose pod spec the rules look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -421,12 +421,13 @@ pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
 
 /// Reads the pod template of an object of `kind` by hand from the on-demand reader (the
 /// admission path, see [`direct`]); an error means serde must read it.
-pub fn read_direct(
+pub fn read_direct<'de>(
     kind: Kind,
     part: Part,
-    de: &mut crate::k8s::ondemand::Deserializer,
+    de: &mut crate::k8s::ondemand::Deserializer<'de>,
+    echo: &mut Echo<'_, 'de>,
 ) -> Result<PodTemplate, serde_json::Error> {
-    direct::template(kind, part, de)
+    direct::template_echo(kind, part, de, echo)
 }
 
 /// Reads the pod template of an object of the given kind straight from a deserializer that is

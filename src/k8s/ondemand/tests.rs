@@ -401,3 +401,82 @@ proptest! {
         prop_assert_eq!(Deserializer::new(&string).skip_string(lead + 1).ok(), want, "{}", string);
     }
 }
+
+/// A value is consumed as a copy of one read earlier only when its text is the same whole
+/// value; the skips recorded inside the original are recorded again, moved to the copy.
+#[test]
+fn a_copy_is_its_original_text_and_nothing_more() {
+    let text = r#"[{"a":[1,{"b":"}"}],"x":tru},{"a":[1,{"b":"}"}],"x":tru},{"a":[2]},12,123]"#;
+    let mut de = Deserializer::new(text).record_skips();
+    let (mut original, mut twelve) = (0..0, 0..0);
+    let mut i = 0;
+    de.read_array(|de| {
+        match i {
+            // The original, read as an object whose values are skipped.
+            0 => {
+                assert!(de.worth_copying());
+                let start = de.position();
+                de.read_object(|de, _| de.skip_value())?;
+                original = start..de.position();
+            }
+            // The same text: consumed.
+            1 => assert!(de.skip_copy(original.clone(), false)),
+            // Another object: not consumed.
+            2 => {
+                let at = de.position();
+                assert!(!de.skip_copy(original.clone(), false));
+                assert_eq!(de.position(), at);
+                de.skip_value()?;
+            }
+            3 => {
+                twelve = de.position()..de.position() + 2;
+                de.skip_value()?;
+            }
+            // `123` starts with the text of `12` but is not a copy of it.
+            _ => {
+                let at = de.position();
+                assert!(!de.skip_copy(twelve.clone(), true));
+                assert_eq!(de.position(), at);
+                de.skip_value()?;
+            }
+        }
+        i += 1;
+        Ok(())
+    })
+    .unwrap();
+    de.end().unwrap();
+    let shown: Vec<&str> = de.skipped().iter().map(|r| &text[r.clone()]).collect();
+    let inner = [r#"[1,{"b":"}"}]"#, "tru"];
+    assert_eq!(
+        shown,
+        [
+            inner[0],
+            inner[1],
+            inner[0],
+            inner[1],
+            r#"{"a":[2]}"#,
+            "12",
+            "123"
+        ]
+    );
+    // Whole: the copy is one skip.
+    let mut de = Deserializer::new("[[1],[1]]").record_skips();
+    let mut first = None;
+    de.read_array(|de| {
+        match first.clone() {
+            None => {
+                let start = de.position();
+                de.skip_value()?;
+                first = Some(start..de.position());
+            }
+            Some(of) => assert!(de.skip_copy(of, true)),
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(de.skipped(), [1..4, 5..8]);
+    assert!(!Deserializer::new("{}").worth_copying());
+    assert!(!Deserializer::new("[]").worth_copying());
+    assert!(!Deserializer::new("\"long string\"").worth_copying());
+    assert!(Deserializer::new(" [0]").worth_copying());
+}

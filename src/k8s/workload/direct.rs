@@ -13,6 +13,7 @@
 //! ones, and the same field names as each view's derived `Deserialize`.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use k8s_openapi::api::core::v1::{PodSchedulingGate, Toleration};
 use serde::de::Error as _;
@@ -62,16 +63,161 @@ impl Part {
     };
 }
 
+/// Where an UPDATE's new object's values lie in the body: its top-level values and its pod
+/// spec's, by key.
+#[derive(Debug, Default)]
+pub struct Noted<'de> {
+    top: Vec<(&'de str, Range<usize>)>,
+    spec: Vec<(&'de str, Range<usize>)>,
+    /// Whether the new object's containers and resources were read (else they cannot be
+    /// taken from it).
+    resources: bool,
+}
+
+/// kube-apiserver sends an UPDATE's old object after the new one, and an update changes few
+/// fields: a value of the old object whose text is the new object's value for the same key is
+/// taken from the new object (a byte comparison) instead of being read again. Both objects
+/// sit at the same depth of the review and are read as the same kind, so a copy reads as its
+/// original did.
+pub enum Echo<'a, 'de> {
+    Off,
+    /// Reading the new object: note where its values lie.
+    Note(&'a mut Noted<'de>),
+    /// Reading the old object: take what is unchanged from the new one. `top` and `spec` are
+    /// where the next key is looked for first (the keys come in the same order).
+    Reuse {
+        noted: &'a Noted<'de>,
+        new: &'a PodTemplate,
+        top: usize,
+        spec: usize,
+    },
+}
+
+/// The extent of `key`'s value in `noted`, looked for at `*at` first.
+fn noted_value(noted: &[(&str, Range<usize>)], at: &mut usize, key: &str) -> Option<Range<usize>> {
+    let i = match noted.get(*at) {
+        Some((k, _)) if *k == key => *at,
+        _ => noted.iter().position(|(k, _)| *k == key)?,
+    };
+    *at = i + 1;
+    noted.get(i).map(|(_, r)| r.clone())
+}
+
+/// Which of [`Noted`]'s lists a value goes to.
+#[derive(Clone, Copy)]
+enum Level {
+    Top,
+    Spec,
+}
+
+impl<'de> Echo<'_, 'de> {
+    /// Where the next value starts, when it is to be noted: only non-empty containers are
+    /// (a scalar or a short string is skipped faster than it is compared).
+    #[inline]
+    fn note_start(&self, de: &mut Deserializer) -> Option<usize> {
+        match self {
+            Echo::Note(_) if de.worth_copying() => Some(de.position()),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn note(&mut self, level: Level, key: &'de str, start: Option<usize>, de: &Deserializer) {
+        if let (Echo::Note(noted), Some(start)) = (self, start) {
+            let list = match level {
+                Level::Top => &mut noted.top,
+                Level::Spec => &mut noted.spec,
+            };
+            list.push((key, start..de.position()));
+        }
+    }
+
+    /// Consumes an old object's top-level value that is the new object's (skipped whole).
+    #[inline]
+    fn reuse_top(&mut self, de: &mut Deserializer, key: &str) -> bool {
+        match self {
+            Echo::Reuse { noted, top, .. } if de.worth_copying() => {
+                noted_value(&noted.top, top, key).is_some_and(|of| de.skip_copy(of, true))
+            }
+            _ => false,
+        }
+    }
+
+    /// Consumes an old object's pod spec value that is the new object's, taking what this
+    /// reader would have read of it from the new object's `spec`.
+    fn reuse_spec(
+        &mut self,
+        de: &mut Deserializer,
+        key: &str,
+        part: Part,
+        seen: &mut Seen,
+        spec: &mut PodSpec,
+    ) -> Result<bool, Error> {
+        let Echo::Reuse {
+            noted,
+            new,
+            spec: at,
+            ..
+        } = self
+        else {
+            return Ok(false);
+        };
+        if !de.worth_copying() {
+            return Ok(false);
+        }
+        let field = pod_spec_field(key);
+        let read = field.filter(|&f| f < 6 || part.resources);
+        // Taken only when the new object read the field as this one would.
+        let taken = read.is_none_or(|f| f < 6 || noted.resources);
+        if !taken
+            || !noted_value(&noted.spec, at, key).is_some_and(|of| de.skip_copy(of, read.is_none()))
+        {
+            return Ok(false);
+        }
+        if let Some(f) = field {
+            seen.first(f)?;
+        }
+        let n = &new.spec;
+        match read {
+            Some(0) => spec.node_name.clone_from(&n.node_name),
+            Some(1) => spec.node_selector.clone_from(&n.node_selector),
+            Some(2) => spec.affinity.clone_from(&n.affinity),
+            Some(3) => spec.tolerations.clone_from(&n.tolerations),
+            Some(4) => spec.scheduling_gates.clone_from(&n.scheduling_gates),
+            Some(5) => spec
+                .topology_spread_constraints
+                .clone_from(&n.topology_spread_constraints),
+            Some(6) => spec.containers.clone_from(&n.containers),
+            Some(7) => spec.init_containers.clone_from(&n.init_containers),
+            Some(8) => spec.overhead.clone_from(&n.overhead),
+            Some(9) => spec.resources.clone_from(&n.resources),
+            _ => {}
+        }
+        Ok(true)
+    }
+}
+
 /// The pod template of an object of `kind`, or an error when serde must read it.
-pub(super) fn template(
+#[cfg(test)]
+fn template(kind: Kind, part: Part, de: &mut Deserializer) -> Result<PodTemplate, Error> {
+    template_echo(kind, part, de, &mut Echo::Off)
+}
+
+/// [`template`], noting or reusing values as `echo` says.
+pub(super) fn template_echo<'de>(
     kind: Kind,
     part: Part,
-    de: &mut Deserializer,
+    de: &mut Deserializer<'de>,
+    echo: &mut Echo<'_, 'de>,
 ) -> Result<PodTemplate, Error> {
+    if let Echo::Note(noted) = echo {
+        noted.resources = part.resources;
+    }
     let bad_kind = |e: super::ParseError| Error::custom(e.message);
     match kind {
         Kind::Pod => {
-            let (declared, meta, spec) = object(de, part, |de| pod_spec(de, part))?;
+            let (declared, meta, spec) =
+                object(de, part, echo, |de, echo| pod_spec(de, part, echo))?;
             check_kind(kind, &declared).map_err(bad_kind)?;
             Ok(PodTemplate {
                 kind,
@@ -82,8 +228,9 @@ pub(super) fn template(
             })
         }
         Kind::PodTemplate => {
-            let (declared, meta, view) =
-                object_with(de, part, "template", |de| template_view(de, part))?;
+            let (declared, meta, view) = object_with(de, part, "template", echo, |de, echo| {
+                template_view(de, part, echo)
+            })?;
             check_kind(kind, &declared).map_err(bad_kind)?;
             Ok(PodTemplate {
                 kind,
@@ -94,7 +241,7 @@ pub(super) fn template(
             })
         }
         Kind::CronJob => {
-            let (declared, meta, spec) = object(de, part, |de| {
+            let (declared, meta, spec) = object(de, part, echo, |de, echo| {
                 let mut spec = WorkloadSpec::default();
                 let mut seen = Seen(0);
                 de.read_object(|de, key| match key {
@@ -104,7 +251,7 @@ pub(super) fn template(
                         de.read_object(|de, key| match key {
                             "spec" => {
                                 inner.first(0)?;
-                                spec = workload_spec(de, part)?;
+                                spec = workload_spec(de, part, echo)?;
                                 Ok(())
                             }
                             _ => de.skip_value(),
@@ -118,7 +265,8 @@ pub(super) fn template(
             Ok(from_workload(kind, meta, spec))
         }
         _ => {
-            let (declared, meta, spec) = object(de, part, |de| workload_spec(de, part))?;
+            let (declared, meta, spec) =
+                object(de, part, echo, |de, echo| workload_spec(de, part, echo))?;
             check_kind(kind, &declared).map_err(bad_kind)?;
             Ok(from_workload(kind, meta, spec))
         }
@@ -126,45 +274,60 @@ pub(super) fn template(
 }
 
 /// `{kind, metadata, spec}`, the spec read by `spec`.
-fn object<'de, S: Default>(
+fn object<'a, 'de, S: Default>(
     de: &mut Deserializer<'de>,
     part: Part,
-    spec: impl FnMut(&mut Deserializer<'de>) -> Result<S, Error>,
+    echo: &mut Echo<'a, 'de>,
+    spec: impl FnMut(&mut Deserializer<'de>, &mut Echo<'a, 'de>) -> Result<S, Error>,
 ) -> Result<(Option<String>, ObjectMeta, S), Error> {
-    object_with(de, part, "spec", spec)
+    object_with(de, part, "spec", echo, spec)
 }
 
 /// `{kind, metadata, <body>}` (a PodTemplate's body is `template`), the body read by `read`.
-fn object_with<'de, S: Default>(
+fn object_with<'a, 'de, S: Default>(
     de: &mut Deserializer<'de>,
     part: Part,
     body: &str,
-    mut read: impl FnMut(&mut Deserializer<'de>) -> Result<S, Error>,
+    echo: &mut Echo<'a, 'de>,
+    mut read: impl FnMut(&mut Deserializer<'de>, &mut Echo<'a, 'de>) -> Result<S, Error>,
 ) -> Result<(Option<String>, ObjectMeta, S), Error> {
     let (mut declared, mut meta, mut s) = (None, ObjectMeta::default(), None);
     let mut seen = Seen(0);
-    de.read_object(|de, key| match key {
-        "kind" => {
-            seen.first(0)?;
-            declared = de.read_opt_string()?;
-            Ok(())
+    de.read_object(|de, key| {
+        let start = echo.note_start(de);
+        match key {
+            "kind" => {
+                seen.first(0)?;
+                declared = de.read_opt_string()?;
+            }
+            "metadata" => {
+                seen.first(1)?;
+                // Only skipped metadata is taken from the new object (the old one's is).
+                if part.identity || !echo.reuse_top(de, key) {
+                    meta = object_meta(de, part)?;
+                }
+            }
+            k if k == body => {
+                seen.first(2)?;
+                s = Some(read(de, echo)?);
+            }
+            _ => {
+                if !echo.reuse_top(de, key) {
+                    de.skip_value()?;
+                }
+            }
         }
-        "metadata" => {
-            seen.first(1)?;
-            meta = object_meta(de, part)?;
-            Ok(())
-        }
-        k if k == body => {
-            seen.first(2)?;
-            s = Some(read(de)?);
-            Ok(())
-        }
-        _ => de.skip_value(),
+        echo.note(Level::Top, key, start, de);
+        Ok(())
     })?;
     Ok((declared, meta, s.unwrap_or_default()))
 }
 
-fn workload_spec(de: &mut Deserializer, part: Part) -> Result<WorkloadSpec, Error> {
+fn workload_spec<'de>(
+    de: &mut Deserializer<'de>,
+    part: Part,
+    echo: &mut Echo<'_, 'de>,
+) -> Result<WorkloadSpec, Error> {
     let mut spec = WorkloadSpec::default();
     let mut seen = Seen(0);
     de.read_object(|de, key| match key {
@@ -178,7 +341,7 @@ fn workload_spec(de: &mut Deserializer, part: Part) -> Result<WorkloadSpec, Erro
         }
         "template" => {
             seen.first(1)?;
-            spec.template = template_view(de, part)?;
+            spec.template = template_view(de, part, echo)?;
             Ok(())
         }
         _ => de.skip_value(),
@@ -186,7 +349,11 @@ fn workload_spec(de: &mut Deserializer, part: Part) -> Result<WorkloadSpec, Erro
     Ok(spec)
 }
 
-fn template_view(de: &mut Deserializer, part: Part) -> Result<TemplateView, Error> {
+fn template_view<'de>(
+    de: &mut Deserializer<'de>,
+    part: Part,
+    echo: &mut Echo<'_, 'de>,
+) -> Result<TemplateView, Error> {
     let mut view = TemplateView::default();
     let mut seen = Seen(0);
     de.read_object(|de, key| match key {
@@ -197,7 +364,7 @@ fn template_view(de: &mut Deserializer, part: Part) -> Result<TemplateView, Erro
         }
         "spec" => {
             seen.first(1)?;
-            view.spec = pod_spec(de, part)?;
+            view.spec = pod_spec(de, part, echo)?;
             Ok(())
         }
         _ => de.skip_value(),
@@ -248,10 +415,36 @@ fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
     Ok(meta)
 }
 
-fn pod_spec(de: &mut Deserializer, part: Part) -> Result<PodSpec, Error> {
+/// The pod spec's fields read here, as [`Seen`] bits; the last four (containers,
+/// initContainers, overhead, resources) only with [`Part::resources`].
+fn pod_spec_field(key: &str) -> Option<usize> {
+    Some(match key {
+        "nodeName" => 0,
+        "nodeSelector" => 1,
+        "affinity" => 2,
+        "tolerations" => 3,
+        "schedulingGates" => 4,
+        "topologySpreadConstraints" => 5,
+        "containers" => 6,
+        "initContainers" => 7,
+        "overhead" => 8,
+        "resources" => 9,
+        _ => return None,
+    })
+}
+
+fn pod_spec<'de>(
+    de: &mut Deserializer<'de>,
+    part: Part,
+    echo: &mut Echo<'_, 'de>,
+) -> Result<PodSpec, Error> {
     let mut spec = PodSpec::default();
     let mut seen = Seen(0);
     de.read_object(|de, key| {
+        if echo.reuse_spec(de, key, part, &mut seen, &mut spec)? {
+            return Ok(());
+        }
+        let start = echo.note_start(de);
         match key {
             "nodeName" => {
                 seen.first(0)?;
@@ -311,6 +504,7 @@ fn pod_spec(de: &mut Deserializer, part: Part) -> Result<PodSpec, Error> {
             }
             _ => de.skip_value()?,
         }
+        echo.note(Level::Spec, key, start, de);
         Ok(())
     })?;
     Ok(spec)

@@ -29,6 +29,14 @@ const POD_SPEC_FIELDS: &[&str] = &[
     "overhead",
     "resources",
 ];
+#[test]
+fn pod_spec_fields_are_numbered_in_order() {
+    for (i, name) in POD_SPEC_FIELDS.iter().enumerate() {
+        assert_eq!(pod_spec_field(name), Some(i), "{name}");
+    }
+    assert_eq!(pod_spec_field("volumes"), None);
+}
+
 const CONTAINER_FIELDS: &[&str] = &["resources", "ports", "restartPolicy"];
 const TOLERATION_FIELDS: &[&str] = &["effect", "key", "operator", "tolerationSeconds", "value"];
 const GATE_FIELDS: &[&str] = &["name"];
@@ -294,4 +302,94 @@ fn damaged_objects_read_by_hand_as_serde_reads_them_or_go_to_serde() {
         }
     }
     assert!(read > 100 && bailed > 100, "{read} {bailed}");
+}
+
+/// An UPDATE's old object read after its new one, in one body: values with the new object's
+/// text are taken from the new object's reading (`tamper` marks that reading, to show which
+/// were taken), the others are read.
+fn read_after(kind: Kind, new: &str, old: &str, tamper: fn(&mut PodTemplate)) -> PodTemplate {
+    let text = format!("[{new},{old}]");
+    let mut de = Deserializer::new(&text);
+    let mut noted = Noted::default();
+    let mut read: Vec<PodTemplate> = Vec::new();
+    de.read_array(|de| {
+        let t = match read.first() {
+            None => template_echo(kind, Part::WHOLE, de, &mut Echo::Note(&mut noted))?,
+            Some(new) => {
+                let mut new = new.clone();
+                tamper(&mut new);
+                let mut echo = Echo::Reuse {
+                    noted: &noted,
+                    new: &new,
+                    top: 0,
+                    spec: 0,
+                };
+                template_echo(kind, Part::SCHEDULING, de, &mut echo)?
+            }
+        };
+        read.push(t);
+        Ok(())
+    })
+    .unwrap();
+    de.end().unwrap();
+    read.pop().unwrap()
+}
+
+#[test]
+fn an_old_object_takes_its_unchanged_values_from_the_new_one() {
+    let alone = |text: &str, kind| {
+        let mut de = Deserializer::new(text);
+        template(kind, Part::SCHEDULING, &mut de).unwrap()
+    };
+    let marked = |t: &mut PodTemplate| {
+        t.spec.tolerations = Some(vec![Toleration {
+            key: Some("taken from the new object".into()),
+            ..Toleration::default()
+        }]);
+        t.spec.node_selector = Some(BTreeMap::from([("taken".into(), "yes".into())]));
+    };
+    let mut objects = recorded_objects();
+    objects.extend(full_field_objects());
+    let (mut taken, mut read) = (0, 0);
+    for (kind, new) in &objects {
+        let changed = new.replacen(
+            "\"tolerations\":[",
+            "\"tolerations\":[{\"key\":\"added\"},",
+            1,
+        );
+        for old in [new.clone(), changed] {
+            let want = alone(&old, *kind);
+            // Unmarked, a reading after the new object is the old object read alone.
+            assert_eq!(read_after(*kind, new, &old, |_| {}), want, "{old}");
+            // Marked: what was taken is the new object's (non-empty containers with the same
+            // text), the rest is read.
+            let got = read_after(*kind, new, &old, marked);
+            let mut expected = want.clone();
+            let mut mark = expected.clone();
+            marked(&mut mark);
+            if *new == old
+                && want
+                    .spec
+                    .tolerations
+                    .as_ref()
+                    .is_some_and(|t| !t.is_empty())
+            {
+                expected.spec.tolerations = mark.spec.tolerations.clone();
+                taken += 1;
+            } else if want.spec.tolerations.is_some() {
+                read += 1;
+            }
+            // The node selector is the same text in both.
+            if want
+                .spec
+                .node_selector
+                .as_ref()
+                .is_some_and(|m| !m.is_empty())
+            {
+                expected.spec.node_selector = mark.spec.node_selector;
+            }
+            assert_eq!(got, expected, "{old}");
+        }
+    }
+    assert!(taken > 5 && read > 5, "taken {taken}, read {read}");
 }
