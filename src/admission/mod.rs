@@ -733,11 +733,18 @@ mod readers_agree {
         out
     }
 
-    fn rule_sets() -> [RuleSet; 2] {
+    /// The built-in rules, every rule on, and who may tighten a gated pod restricted (the
+    /// user is read only then).
+    fn rule_sets() -> [RuleSet; 3] {
         let mut all = RuleSet::default();
         all.spec.workload_spread.enabled = true;
-        [RuleSet::default(), all]
+        let mut restricted = RuleSet::default();
+        restricted.spec.mutable_directives.allowed_users = vec!["group:queue-controllers".into()];
+        [RuleSet::default(), all, restricted]
     }
+
+    /// Cases of [`agree`] per body: each rule set on both endpoints.
+    const CASES: usize = 6;
 
     /// The fuzz target's property on one body; which of its cases held.
     fn agree(body: &[u8]) -> [usize; 3] {
@@ -777,10 +784,10 @@ mod readers_agree {
         let mut n = 0;
         for (name, body) in fixtures() {
             let seen = agree(&body);
-            assert_eq!(seen[0], 4, "{name}: {seen:?}");
+            assert_eq!(seen[0], CASES, "{name}: {seen:?}");
             // Compact, as the apiserver sends them.
             let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
-            assert_eq!(agree(&serde_json::to_vec(&v).unwrap())[0], 4, "{name}");
+            assert_eq!(agree(&serde_json::to_vec(&v).unwrap())[0], CASES, "{name}");
             n += 1;
         }
         assert!(n > 20, "only {n} fixtures");
@@ -828,17 +835,41 @@ mod readers_agree {
             let r = review_reference(damaged.as_bytes(), Endpoint::Validate, &RuleSet::default());
             assert!(r.is_err(), "{damaged}");
             // Both endpoints, both rule sets: answered, as the reference answers it blanked.
-            assert_eq!(agree(damaged.as_bytes())[2], 4, "{damaged}");
+            assert_eq!(agree(damaged.as_bytes())[2], CASES, "{damaged}");
         }
+        // userInfo, damaged: passed over unless a rule restricts who may tighten; then both
+        // readers refuse it.
+        let damaged = text.replacen("\"system:masters\"", "1", 1);
+        assert_ne!(damaged, text);
+        assert_eq!(agree(damaged.as_bytes()), [0, 2, 4], "{damaged}");
         // An old metadata that is not an object is not skipped: both readers refuse it alike.
         let old = old.replacen("\"metadata\": {", "\"metadata\": 5, \"x\": {", 1);
         let damaged = format!("{new}\"oldObject\"{old}");
-        assert_eq!(agree(damaged.as_bytes()), [0, 4, 0], "{damaged}");
+        assert_eq!(agree(damaged.as_bytes()), [0, CASES, 0], "{damaged}");
         let refused = review(damaged.as_bytes(), Endpoint::Validate, &RuleSet::default());
         assert!(
             matches!(&refused, Err(ReviewError::BadRequest(m)) if m.contains("oldObject")),
             "{refused:?}"
         );
+    }
+
+    /// Who sent a request is read when a rule restricts who may tighten a gated pod: the
+    /// recorded tightening by `admin` (in system:masters) is refused for want of the group.
+    #[test]
+    fn the_user_is_read_when_a_rule_restricts_who_may_tighten() {
+        let (_, body) = fixtures()
+            .into_iter()
+            .find(|(n, _)| n.ends_with("/pod-update-add-nodeselector-gated.validate.json"))
+            .unwrap();
+        let [open, _, restricted] = rule_sets();
+        assert!(review(&body, Endpoint::Validate, &open).unwrap().allowed);
+        let r = review(&body, Endpoint::Validate, &restricted).unwrap();
+        assert!(!r.allowed);
+        let text = String::from_utf8(r.body).unwrap();
+        assert!(text.contains(r#"user \"admin\" may not change"#), "{text}");
+        let mut masters = restricted.clone();
+        masters.spec.mutable_directives.allowed_users = vec!["group:system:masters".into()];
+        assert!(review(&body, Endpoint::Validate, &masters).unwrap().allowed);
     }
 
     /// Recorded reviews with bytes replaced (a fixed pseudo-random sequence): every case of the

@@ -54,25 +54,13 @@ pub(super) fn use_of(
     rules: &RuleSet,
     cluster_aware: bool,
 ) -> Use {
-    if sub_resource.is_some_and(|s| !s.is_empty()) || (old && op != Operation::Update) {
+    if old && op != Operation::Update {
         return Use::Ignore;
     }
-    let object =
-        if kind.group == crate::kruise::workloadspread::GROUP && kind.kind == "WorkloadSpread" {
-            ObjectKind::WorkloadSpread
-        } else {
-            match Kind::from_group_kind(&kind.group, &kind.kind) {
-                Some(k) => ObjectKind::Template(k),
-                None => return Use::Ignore,
-            }
-        };
-    let request = RuleRequest {
-        phase,
-        operation: op,
-        kind: object,
-        cluster_aware,
+    let Some(request) = rule_request(kind, op, sub_resource, phase, cluster_aware) else {
+        return Use::Ignore;
     };
-    match object {
+    match request.kind {
         _ if !rules::applies(&rules.spec, request) => Use::Ignore,
         ObjectKind::Template(k) if old => Use::Template(k, Part::SCHEDULING),
         ObjectKind::Template(k) => Use::Template(
@@ -84,6 +72,57 @@ pub(super) fn use_of(
         ),
         ObjectKind::WorkloadSpread => Use::Spread,
     }
+}
+
+/// The request as rules see it; `None` when no rule reads requests of this kind or for a
+/// subresource.
+fn rule_request(
+    kind: &GroupVersionKind,
+    op: Operation,
+    sub_resource: Option<&str>,
+    phase: Phase,
+    cluster_aware: bool,
+) -> Option<RuleRequest> {
+    if sub_resource.is_some_and(|s| !s.is_empty()) {
+        return None;
+    }
+    let object =
+        if kind.group == crate::kruise::workloadspread::GROUP && kind.kind == "WorkloadSpread" {
+            ObjectKind::WorkloadSpread
+        } else {
+            ObjectKind::Template(Kind::from_group_kind(&kind.group, &kind.kind)?)
+        };
+    Some(RuleRequest {
+        phase,
+        operation: op,
+        kind: object,
+        cluster_aware,
+    })
+}
+
+/// Whether `userInfo` must be read: when the fields read so far cannot tell, or a rule that
+/// applies reads it.
+fn user_needed(
+    read: Read<'_>,
+    kind: &Option<GroupVersionKind>,
+    op: &Option<KubeOperation>,
+    sub_resource: &Option<Option<String>>,
+) -> bool {
+    let (
+        Read::Direct {
+            phase,
+            rules,
+            cluster_aware,
+        },
+        Some(k),
+        Some(o),
+    ) = (read, kind, op)
+    else {
+        return true;
+    };
+    let sub = sub_resource.as_ref().and_then(|s| s.as_deref());
+    rule_request(k, operation(o), sub, phase, cluster_aware)
+        .is_some_and(|r| rules::reads_user(&rules.spec, r))
 }
 
 /// What an object met now is for, when the fields read so far (kind, operation, subresource)
@@ -575,7 +614,19 @@ fn direct_request<'de>(
             }
             "userInfo" => {
                 first(&user_info)?;
-                user_info = Some(direct_user_info(de)?);
+                // Passed over when no rule reads it (an object as the view requires, like
+                // any skipped value checked for structure only).
+                user_info = Some(
+                    if !user_needed(read, &kind, &op, &sub_resource) && de.at_object() {
+                        de.skip_value()?;
+                        UserInfo {
+                            username: None,
+                            groups: None,
+                        }
+                    } else {
+                        direct_user_info(de)?
+                    },
+                );
             }
             "object" | "oldObject" => {
                 let old = key == "oldObject";

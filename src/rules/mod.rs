@@ -135,6 +135,7 @@ pub struct Input<'a> {
     pub phase: Phase,
     pub operation: Operation,
     pub namespace: &'a str,
+    /// Empty on the admission path when no rule that applies reads it ([`Rule::reads_user`]).
     pub user: User<'a>,
     pub object: Subject<'a>,
     /// On UPDATE, the stored object (of the same kind). Rules may compare only its kind and
@@ -216,6 +217,11 @@ pub trait Rule {
     fn reads_resources(_settings: &Self::Settings, _request: Request) -> bool {
         false
     }
+    /// Whether, applying to such a request, it reads who sent it (`userInfo`). When no rule
+    /// does, the admission path passes it over and [`Input::user`] is empty.
+    fn reads_user(_settings: &Self::Settings, _request: Request) -> bool {
+        false
+    }
     /// Judges one request that it applies to, adding to the verdict.
     fn evaluate(settings: &Self::Settings, input: &Input, verdict: &mut Verdict);
     /// What the types of the settings cannot express; `path` is the section's.
@@ -250,6 +256,12 @@ macro_rules! registry {
         pub fn reads_resources(spec: &RuleSpec, request: Request) -> bool {
             $((<$rule as Rule>::applies(&spec.$field, request)
                 && <$rule as Rule>::reads_resources(&spec.$field, request)) ||)* false
+        }
+
+        /// Whether a rule that applies to such a request reads who sent it.
+        pub fn reads_user(spec: &RuleSpec, request: Request) -> bool {
+            $((<$rule as Rule>::applies(&spec.$field, request)
+                && <$rule as Rule>::reads_user(&spec.$field, request)) ||)* false
         }
 
         fn run(spec: &RuleSpec, input: &Input, verdict: &mut Verdict) {
@@ -339,6 +351,29 @@ mod tests {
                             && kind != Kind::PodTemplate;
                         assert_eq!(reads_resources(&spec, request), want, "{request:?}");
                     }
+                }
+            }
+        }
+    }
+
+    /// Only the gated-pod rule reads the user, and only when it restricts who may tighten.
+    #[test]
+    fn only_a_restricted_mutable_directives_rule_reads_the_user() {
+        let open = RuleSpec::default();
+        let mut restricted = RuleSpec::default();
+        restricted.mutable_directives.allowed_users = vec!["group:queue-controllers".into()];
+        for phase in [Phase::Validate, Phase::Mutate] {
+            for operation in [Operation::Create, Operation::Update, Operation::Delete] {
+                for kind in [Kind::Pod, Kind::Deployment, Kind::PodTemplate] {
+                    let request = Request {
+                        phase,
+                        operation,
+                        kind: ObjectKind::Template(kind),
+                        cluster_aware: false,
+                    };
+                    assert!(!reads_user(&open, request), "{request:?}");
+                    let want = operation == Operation::Update && kind == Kind::Pod;
+                    assert_eq!(reads_user(&restricted, request), want, "{request:?}");
                 }
             }
         }

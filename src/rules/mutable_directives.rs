@@ -60,6 +60,11 @@ impl Rule for MutableDirectivesRule {
         s.enabled && r.kind == ObjectKind::Template(Kind::Pod) && r.operation == Operation::Update
     }
 
+    /// Only to restrict who may tighten: with no `allowedUsers`, anyone may.
+    fn reads_user(s: &MutableDirectives, _: Request) -> bool {
+        !s.allowed_users.is_empty()
+    }
+
     fn evaluate(s: &MutableDirectives, input: &Input, verdict: &mut Verdict) {
         let Some((new, Some(old))) = input.templates() else {
             return;
@@ -153,12 +158,13 @@ fn required_terms(na: Option<&NodeAffinity>) -> Option<&[NodeSelectorTerm]> {
 pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives) -> Vec<Problem> {
     let spec = FieldPath::root().child("spec");
     let mut out = Vec::new();
+    // Paths are built only for a problem found: most updates have none.
     out.extend(check_tolerations(
         old.tolerations(),
         new.tolerations(),
-        &spec.child("tolerations"),
+        &spec,
     ));
-    out.extend(check_gates(old, new, &spec.child("schedulingGates")));
+    out.extend(check_gates(old, new, &spec));
     if old.is_gated() {
         let selector_changed = !map_eq(&old.node_selector, &new.node_selector);
         let old_na = node_affinity(old);
@@ -201,11 +207,11 @@ pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives)
                 &spec.child("nodeSelector"),
             ));
         }
-        let na_path = spec.child("affinity").child("nodeAffinity");
         if affinity_changed {
+            let na_path = spec.children(&["affinity", "nodeAffinity"]);
             out.extend(check_node_affinity(old_na, new_na, tightening, &na_path));
         }
-        out.extend(check_rest_of_affinity(old, new, &spec.child("affinity")));
+        out.extend(check_rest_of_affinity(old, new, &spec));
     } else {
         out.extend(check_ungated(old, new, &spec));
     }
@@ -239,13 +245,13 @@ fn describe_toleration(t: &Toleration) -> String {
 }
 
 /// `validateOnlyAddedTolerations`: every old toleration must stay (tolerationSeconds may change).
-fn check_tolerations(old: &[Toleration], new: &[Toleration], path: &FieldPath) -> Option<Problem> {
+fn check_tolerations(old: &[Toleration], new: &[Toleration], spec: &FieldPath) -> Option<Problem> {
     let missing = old
         .iter()
         .find(|o| !new.iter().any(|n| toleration_eq_but_seconds(o, n)))?;
     Some(Problem {
         error: FieldError::forbidden(
-            path.clone(),
+            spec.child("tolerations"),
             "existing toleration can not be modified except its tolerationSeconds",
         ),
         hint: Some(format!(
@@ -260,14 +266,14 @@ fn check_tolerations(old: &[Toleration], new: &[Toleration], path: &FieldPath) -
 }
 
 /// `validateOnlyDeletedSchedulingGates`: gates may only be removed.
-fn check_gates(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec<Problem> {
+fn check_gates(old: &PodSpec, new: &PodSpec, spec: &FieldPath) -> Vec<Problem> {
     new.scheduling_gates()
         .iter()
         .enumerate()
         .filter(|(_, g)| !old.scheduling_gates().iter().any(|o| o.name == g.name))
         .map(|(i, g)| Problem {
             error: FieldError::forbidden(
-                path.index(i).child("name"),
+                spec.child("schedulingGates").index(i).child("name"),
                 format!("only deletion is allowed, but found new scheduling gate '{}'", g.name),
             ),
             hint: Some(
@@ -503,7 +509,7 @@ fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> (Strin
 
 /// The residual comparison of `ValidatePodUpdate` after munging node affinity: pod (anti-)affinity
 /// stay immutable, and so does the presence of `affinity` itself.
-fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec<Problem> {
+fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, spec: &FieldPath) -> Vec<Problem> {
     let old_na = node_affinity(old).cloned();
     let new_na = node_affinity(new).cloned();
     let mut munged: Option<Affinity> = new.affinity.clone();
@@ -535,7 +541,7 @@ fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec
     let (m, o) = (part(&munged), part(&old.affinity));
     if !m.pod_affinity.sem_eq(&o.pod_affinity) {
         out.push(Problem {
-            error: FieldError::forbidden(path.child("podAffinity"), immutable),
+            error: FieldError::forbidden(spec.children(&["affinity", "podAffinity"]), immutable),
             hint: Some(
                 "pod affinity is fixed at creation; recreate the pod to change it".to_string(),
             ),
@@ -547,7 +553,10 @@ fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec
     }
     if !m.pod_anti_affinity.sem_eq(&o.pod_anti_affinity) {
         out.push(Problem {
-            error: FieldError::forbidden(path.child("podAntiAffinity"), immutable),
+            error: FieldError::forbidden(
+                spec.children(&["affinity", "podAntiAffinity"]),
+                immutable,
+            ),
             hint: Some(
                 "pod anti-affinity is fixed at creation; recreate the pod to change it".to_string(),
             ),
@@ -565,7 +574,7 @@ fn check_rest_of_affinity(old: &PodSpec, new: &PodSpec, path: &FieldPath) -> Vec
         };
         out.push(Problem {
             error: FieldError::forbidden(
-                path.clone(),
+                spec.child("affinity"),
                 format!("may not be {what} without node affinity; only spec.affinity.nodeAffinity may change while gated"),
             ),
             hint: Some(format!(
