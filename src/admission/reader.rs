@@ -644,7 +644,7 @@ fn direct_request<'de>(
                     _ => workload::Echo::Off,
                 };
                 first(if old { &old_object } else { &object })?;
-                let read = Some(if de.read_null() {
+                let value = Some(if de.read_null() {
                     Slot::Absent
                 } else {
                     match decided {
@@ -659,9 +659,9 @@ fn direct_request<'de>(
                     }
                 });
                 if old {
-                    old_object = read;
+                    old_object = value;
                 } else {
-                    object = read;
+                    object = value;
                 }
             }
             "dryRun" => skip(&mut dry_run, de)?,
