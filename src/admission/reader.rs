@@ -54,10 +54,13 @@ pub(super) fn use_of(
     rules: &RuleSet,
     cluster_aware: bool,
 ) -> Use {
-    if old && op != Operation::Update {
-        return Use::Ignore;
-    }
-    let Some(request) = rule_request(kind, op, sub_resource, phase, cluster_aware) else {
+    let request = rule_request(kind, op, sub_resource, phase, cluster_aware);
+    use_for(request, old, rules)
+}
+
+/// [`use_of`] for the request as rules see it (`None`: no rule reads such a request).
+fn use_for(request: Option<RuleRequest>, old: bool, rules: &RuleSet) -> Use {
+    let Some(request) = request.filter(|r| !old || r.operation == Operation::Update) else {
         return Use::Ignore;
     };
     match request.kind {
@@ -100,14 +103,14 @@ fn rule_request(
     })
 }
 
-/// Whether `userInfo` must be read: when the fields read so far cannot tell, or a rule that
-/// applies reads it.
-fn user_needed(
-    read: Read<'_>,
+/// What the fields read so far (kind, operation, subresource) tell, when they can: the request
+/// as rules see it (`None` inside when no rule reads such a request) and the rules to ask.
+fn known<'r>(
+    read: Read<'r>,
     kind: &Option<GroupVersionKind>,
     op: &Option<KubeOperation>,
     sub_resource: &Option<Option<String>>,
-) -> bool {
+) -> Option<(Option<RuleRequest>, &'r RuleSet)> {
     let (
         Read::Direct {
             phase,
@@ -118,15 +121,29 @@ fn user_needed(
         Some(o),
     ) = (read, kind, op)
     else {
-        return true;
+        return None;
     };
     let sub = sub_resource.as_ref().and_then(|s| s.as_deref());
-    rule_request(k, operation(o), sub, phase, cluster_aware)
-        .is_some_and(|r| rules::reads_user(&rules.spec, r))
+    Some((
+        rule_request(k, operation(o), sub, phase, cluster_aware),
+        rules,
+    ))
 }
 
-/// What an object met now is for, when the fields read so far (kind, operation, subresource)
-/// can tell; `None` when it must be kept raw and decided later.
+/// Whether `userInfo` must be read: when the fields read so far cannot tell, or a rule that
+/// applies reads it.
+fn user_needed(
+    read: Read<'_>,
+    kind: &Option<GroupVersionKind>,
+    op: &Option<KubeOperation>,
+    sub_resource: &Option<Option<String>>,
+) -> bool {
+    known(read, kind, op, sub_resource)
+        .is_none_or(|(request, rules)| request.is_some_and(|r| rules::reads_user(&rules.spec, r)))
+}
+
+/// What an object met now is for, when the fields read so far can tell; `None` when it must be
+/// kept raw and decided later.
 fn decide(
     read: Read<'_>,
     kind: &Option<GroupVersionKind>,
@@ -134,26 +151,7 @@ fn decide(
     sub_resource: &Option<Option<String>>,
     old: bool,
 ) -> Option<Use> {
-    match (read, kind, op) {
-        (
-            Read::Direct {
-                phase,
-                rules,
-                cluster_aware,
-            },
-            Some(k),
-            Some(o),
-        ) => Some(use_of(
-            k,
-            operation(o),
-            sub_resource.as_ref().and_then(|s| s.as_deref()),
-            old,
-            phase,
-            rules,
-            cluster_aware,
-        )),
-        _ => None,
-    }
+    known(read, kind, op, sub_resource).map(|(request, rules)| use_for(request, old, rules))
 }
 
 /// How the objects are read.

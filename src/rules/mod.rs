@@ -330,29 +330,40 @@ pub fn evaluate(input: &Input, rules: &RuleSet) -> Verdict {
 mod tests {
     use super::*;
 
+    /// Template requests of every phase, operation and cluster awareness, for three kinds.
+    fn template_requests() -> impl Iterator<Item = (Request, Kind)> {
+        [false, true].into_iter().flat_map(|cluster_aware| {
+            [Phase::Validate, Phase::Mutate]
+                .into_iter()
+                .flat_map(move |phase| {
+                    [Operation::Create, Operation::Update, Operation::Delete]
+                        .into_iter()
+                        .flat_map(move |operation| {
+                            [Kind::Pod, Kind::Deployment, Kind::PodTemplate].map(move |kind| {
+                                let request = Request {
+                                    phase,
+                                    operation,
+                                    kind: ObjectKind::Template(kind),
+                                    cluster_aware,
+                                };
+                                (request, kind)
+                            })
+                        })
+                })
+        })
+    }
+
     /// Only the cluster-aware feasibility check reads containers and resources; everywhere
     /// else the admission path leaves them unread.
     #[test]
     fn only_cluster_aware_validation_reads_resources() {
         let spec = RuleSpec::default();
-        for cluster_aware in [false, true] {
-            for phase in [Phase::Validate, Phase::Mutate] {
-                for operation in [Operation::Create, Operation::Update, Operation::Delete] {
-                    for kind in [Kind::Pod, Kind::Deployment, Kind::PodTemplate] {
-                        let request = Request {
-                            phase,
-                            operation,
-                            kind: ObjectKind::Template(kind),
-                            cluster_aware,
-                        };
-                        let want = cluster_aware
-                            && phase == Phase::Validate
-                            && operation != Operation::Delete
-                            && kind != Kind::PodTemplate;
-                        assert_eq!(reads_resources(&spec, request), want, "{request:?}");
-                    }
-                }
-            }
+        for (r, kind) in template_requests() {
+            let want = r.cluster_aware
+                && r.phase == Phase::Validate
+                && r.operation != Operation::Delete
+                && kind != Kind::PodTemplate;
+            assert_eq!(reads_resources(&spec, r), want, "{r:?}");
         }
     }
 
@@ -362,20 +373,10 @@ mod tests {
         let open = RuleSpec::default();
         let mut restricted = RuleSpec::default();
         restricted.mutable_directives.allowed_users = vec!["group:queue-controllers".into()];
-        for phase in [Phase::Validate, Phase::Mutate] {
-            for operation in [Operation::Create, Operation::Update, Operation::Delete] {
-                for kind in [Kind::Pod, Kind::Deployment, Kind::PodTemplate] {
-                    let request = Request {
-                        phase,
-                        operation,
-                        kind: ObjectKind::Template(kind),
-                        cluster_aware: false,
-                    };
-                    assert!(!reads_user(&open, request), "{request:?}");
-                    let want = operation == Operation::Update && kind == Kind::Pod;
-                    assert_eq!(reads_user(&restricted, request), want, "{request:?}");
-                }
-            }
+        for (r, kind) in template_requests() {
+            assert!(!reads_user(&open, r), "{r:?}");
+            let want = r.operation == Operation::Update && kind == Kind::Pod;
+            assert_eq!(reads_user(&restricted, r), want, "{r:?}");
         }
     }
 
