@@ -733,6 +733,15 @@ mod readers_agree {
         out
     }
 
+    /// The recorded gated pod UPDATE, as stored.
+    fn gated_update() -> Vec<u8> {
+        fixtures()
+            .into_iter()
+            .find(|(n, _)| n.ends_with("/pod-update-add-nodeselector-gated.validate.json"))
+            .map(|(_, body)| body)
+            .unwrap()
+    }
+
     /// The built-in rules, every rule on, and who may tighten a gated pod restricted (the
     /// user is read only then).
     fn rule_sets() -> [RuleSet; 3] {
@@ -799,10 +808,7 @@ mod readers_agree {
     /// values blanked.
     #[test]
     fn unread_fields_damaged_are_answered_as_if_blank() {
-        let (_, body) = fixtures()
-            .into_iter()
-            .find(|(n, _)| n.ends_with("/pod-update-add-nodeselector-gated.validate.json"))
-            .unwrap();
+        let body = gated_update();
         // Edited as text: the apiserver's field order decides what the single pass reads.
         let text = String::from_utf8(body).unwrap();
         let (new, old) = text.split_once("\"oldObject\"").unwrap();
@@ -857,10 +863,7 @@ mod readers_agree {
     /// recorded tightening by `admin` (in system:masters) is refused for want of the group.
     #[test]
     fn the_user_is_read_when_a_rule_restricts_who_may_tighten() {
-        let (_, body) = fixtures()
-            .into_iter()
-            .find(|(n, _)| n.ends_with("/pod-update-add-nodeselector-gated.validate.json"))
-            .unwrap();
+        let body = gated_update();
         let [open, _, restricted] = rule_sets();
         assert!(review(&body, Endpoint::Validate, &open).unwrap().allowed);
         let r = review(&body, Endpoint::Validate, &restricted).unwrap();

@@ -72,10 +72,22 @@ fn scan_block(scan: &mut Blocks, b: &[u8], i: usize) -> Masks {
 #[cold]
 #[inline(never)]
 fn scan_tail(scan: &mut Blocks, b: &[u8], i: usize) -> Masks {
+    scan.next(&padded(b, i))
+}
+
+/// The bytes from `i` to the end (fewer than 64), padded with spaces to a whole block.
+#[cold]
+fn padded(b: &[u8], i: usize) -> [u8; 64] {
     let mut block = [b' '; 64];
     let rest = b.get(i..).unwrap_or(&[]);
     block[..rest.len()].copy_from_slice(rest);
-    scan.next(&block)
+    block
+}
+
+/// Bytes that may follow a value read here (a plain scalar ends at one of them).
+#[inline]
+fn ends_value(c: u8) -> bool {
+    matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r')
 }
 
 /// Bit k of each mask stands for byte k of a 64-byte block.
@@ -256,12 +268,7 @@ impl<'de> Deserializer<'de> {
         while i < b.len() {
             let quotes = match b.get(i..i + 64).and_then(|s| <&[u8; 64]>::try_from(s).ok()) {
                 Some(block) => scan.closing_quotes(block),
-                None => {
-                    let mut block = [b' '; 64];
-                    let rest = b.get(i..).unwrap_or(&[]);
-                    block[..rest.len()].copy_from_slice(rest);
-                    scan.closing_quotes(&block)
-                }
+                None => scan.closing_quotes(&padded(b, i)),
             };
             if quotes != 0 {
                 return Ok(i + quotes.trailing_zeros() as usize + 1);
@@ -458,7 +465,7 @@ impl<'de> Deserializer<'de> {
         let ends = self
             .bytes()
             .get(self.pos + 4)
-            .is_none_or(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'));
+            .is_none_or(|&c| ends_value(c));
         if ends && self.literal("null").is_ok() {
             return true;
         }
@@ -531,10 +538,7 @@ impl<'de> Deserializer<'de> {
             return false;
         }
         let closed = matches!(copy.first(), Some(b'"' | b'{' | b'['));
-        if !closed
-            && b.get(end)
-                .is_some_and(|&c| !matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'))
-        {
+        if !closed && b.get(end).is_some_and(|&c| !ends_value(c)) {
             return false;
         }
         self.pos = end;
@@ -576,9 +580,7 @@ impl<'de> Deserializer<'de> {
         }
         let digits = i - first;
         let leading_zero = digits > 1 && b.get(first) == Some(&b'0');
-        let ends = b
-            .get(i)
-            .is_none_or(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'));
+        let ends = b.get(i).is_none_or(|&c| ends_value(c));
         if digits == 0 || leading_zero || !ends || (negative && n == 0) {
             return None;
         }
@@ -602,9 +604,7 @@ impl<'de> Deserializer<'de> {
         } else {
             return None;
         };
-        let ends = rest
-            .get(len)
-            .is_none_or(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'));
+        let ends = rest.get(len).is_none_or(|&c| ends_value(c));
         if !ends {
             return None;
         }
