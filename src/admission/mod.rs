@@ -210,7 +210,7 @@ fn review_with(
         }
         Use::Ignore => {
             let mut reviewed = reviewed;
-            reviewed.body = encode(&reviewed.uid, None)?;
+            reviewed.body = response::encode(&reviewed.uid, None);
             return Ok(reviewed);
         }
     };
@@ -247,7 +247,7 @@ fn spread_of(slot: Slot, field: &str, op: Operation) -> Result<WorkloadSpread, R
 
 /// Puts a verdict into the response and the decision record.
 fn finish(mut reviewed: Reviewed, verdict: Verdict) -> Result<Reviewed, ReviewError> {
-    reviewed.body = encode(&reviewed.uid, Some(&verdict))?;
+    reviewed.body = response::encode(&reviewed.uid, Some(&verdict));
     reviewed.allowed = verdict.allowed();
     reviewed.rules = verdict.rules_run.clone();
     reviewed.verdict = Some(verdict);
@@ -255,11 +255,6 @@ fn finish(mut reviewed: Reviewed, verdict: Verdict) -> Result<Reviewed, ReviewEr
 }
 
 /// Serializes the response review.
-fn encode(uid: &str, verdict: Option<&Verdict>) -> Result<Vec<u8>, ReviewError> {
-    response::encode(uid, verdict)
-        .map_err(|e| ReviewError::Internal(format!("cannot encode the response: {e}")))
-}
-
 /// The request's object with a mutation's patch applied: what the apiserver will store.
 pub fn patched_object(body: &[u8], reviewed: &Reviewed) -> Result<serde_json::Value, ReviewError> {
     let review: serde_json::Value = serde_json::from_slice(body)

@@ -4,6 +4,7 @@
 //! demand (what is skipped is only checked for structure).
 
 pub mod fieldpath;
+pub mod json_text;
 pub mod manifest;
 pub mod model;
 pub mod ondemand;

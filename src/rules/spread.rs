@@ -16,6 +16,7 @@ use super::{
 };
 use crate::core::labels::selector_matches;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::json_text;
 use crate::k8s::validation::{validate_label_name, validate_label_selector};
 use crate::k8s::workload::{Kind, PodTemplate};
 
@@ -233,15 +234,13 @@ fn default(
             path: object.spec_path(),
             message: why,
         }),
-        Defaulting::Add { path, constraints } => match AddOp::new(path.clone(), &constraints) {
-            Ok(op) => verdict.patches.push(patch(path, op, describe.then_some(constraints.as_slice()))),
-            Err(e) => verdict.notes.push(Note {
-                rule: DEFAULTS_ID,
-                voice: Voice::Rule,
-                path,
-                message: format!("topology spread constraints were not defaulted: they cannot be written as JSON: {e}"),
-            }),
-        },
+        Defaulting::Add { path, constraints } => {
+            let op = AddOp::written(path.clone(), |out| {
+                json_text::spread_constraints(out, &constraints);
+            });
+            let described = describe.then_some(constraints.as_slice());
+            verdict.patches.push(patch(path, op, described));
+        }
     }
 }
 

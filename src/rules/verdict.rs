@@ -82,37 +82,32 @@ pub struct Patch {
 }
 
 /// An RFC 6902 `add` (the only operation our rules make), its value kept as the JSON text the
-/// response carries: serialized once from the API types, not built as a `serde_json::Value`
-/// and serialized again (that cost a patched review about a sixth of its instructions). Its
-/// keys come in the order the type serializes them; k8s-openapi's types write theirs sorted,
-/// as a `Value` wrote them, so the patch bytes did not change (a value of another type would
-/// keep its own order).
-#[derive(Clone, Debug)]
+/// response carries: written once, not built as a `serde_json::Value` and serialized again
+/// (that cost a patched review about a sixth of its instructions). Its keys come in the order
+/// the type serializes them; k8s-openapi's types write theirs sorted, as a `Value` wrote them,
+/// so the patch bytes did not change (a value of another type would keep its own order).
+#[derive(Clone, Debug, PartialEq)]
 pub struct AddOp {
     pub path: FieldPath,
-    pub value: Box<serde_json::value::RawValue>,
+    /// JSON text.
+    pub value: String,
 }
 
 impl AddOp {
-    pub fn new<T: Serialize + ?Sized>(path: FieldPath, value: &T) -> serde_json::Result<AddOp> {
-        Ok(AddOp {
-            path,
-            value: serde_json::value::to_raw_value(value)?,
-        })
+    /// `value` written by `write`, which must write one JSON value (the writers of
+    /// [`crate::k8s::json_text`] do, byte for byte as serde_json would).
+    pub(crate) fn written(path: FieldPath, write: impl FnOnce(&mut String)) -> AddOp {
+        let mut value = String::with_capacity(512);
+        write(&mut value);
+        AddOp { path, value }
     }
 
     /// The operation as json-patch applies and serializes it.
     pub fn to_operation(&self) -> serde_json::Result<json_patch::PatchOperation> {
         Ok(json_patch::PatchOperation::Add(json_patch::AddOperation {
             path: self.path.json_pointer(),
-            value: serde_json::from_str(self.value.get())?,
+            value: serde_json::from_str(&self.value)?,
         }))
-    }
-}
-
-impl PartialEq for AddOp {
-    fn eq(&self, other: &AddOp) -> bool {
-        self.path == other.path && self.value.get() == other.value.get()
     }
 }
 
