@@ -5,9 +5,10 @@
 //!
 //! An AdmissionReview is mostly parts no rule reads (managedFields, containers, volumes, status,
 //! kubectl's last-applied annotation), and serde_json validates every byte of them: about half of
-//! a review's instructions. Here they are skipped 64 bytes at a time: SIMD compares (the `wide`
-//! crate, SSE2) turn quotes, backslashes and brackets into bit masks, and the bytes inside strings
-//! and the nesting depth follow by arithmetic on the masks (simdjson's stage 1).
+//! a review's instructions. Here they are skipped 64 bytes at a time: SIMD compares (AVX2 where
+//! the CPU has it, else SSE2; see [`scan`]) turn quotes, backslashes and brackets into bit masks,
+//! and the bytes inside strings and the nesting depth follow by arithmetic on the masks
+//! (simdjson's stage 1).
 //!
 //! What is read goes through the same serde visitors as with serde_json; maps, arrays, options,
 //! plain strings, plain integers (given to visitors as serde_json gives them), booleans and null
@@ -59,113 +60,10 @@ pub(crate) fn string_stop(b: &[u8], mut i: usize) -> Option<usize> {
     None
 }
 
-/// The 64 bytes at `i`, scanned in place, or padded with spaces past the end. Inlined into the
-/// skipping loops so the masks stay in registers (a call per block cost a fifth of a skip).
-#[inline(always)]
-fn scan_block(scan: &mut Blocks, b: &[u8], i: usize) -> Masks {
-    match b.get(i..i + 64).and_then(|s| <&[u8; 64]>::try_from(s).ok()) {
-        Some(block) => scan.next(block),
-        None => scan_tail(scan, b, i),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn scan_tail(scan: &mut Blocks, b: &[u8], i: usize) -> Masks {
-    scan.next(&padded(b, i))
-}
-
-/// The bytes from `i` to the end (fewer than 64), padded with spaces to a whole block.
-#[cold]
-fn padded(b: &[u8], i: usize) -> [u8; 64] {
-    let mut block = [b' '; 64];
-    let rest = b.get(i..).unwrap_or(&[]);
-    block[..rest.len()].copy_from_slice(rest);
-    block
-}
-
 /// Bytes that may follow a value read here (a plain scalar ends at one of them).
 #[inline]
 fn ends_value(c: u8) -> bool {
     matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r')
-}
-
-/// Bit k of each mask stands for byte k of a 64-byte block.
-struct Masks {
-    open: u64,
-    close: u64,
-    /// Bytes inside strings (an opening quote counts as inside, a closing one as outside).
-    inside: u64,
-}
-
-/// The state carried from one block to the next by the structural scan (simdjson's stage 1).
-#[derive(Default)]
-struct Blocks {
-    /// The first byte of the next block follows an escaping backslash.
-    next_escaped: u64,
-    /// The next block starts inside a string: all ones, or zero.
-    in_string: u64,
-}
-
-impl Blocks {
-    #[inline(always)]
-    fn next(&mut self, block: &[u8; 64]) -> Masks {
-        use wide::u8x16;
-        let (chunks, _) = block.as_chunks::<16>();
-        let (mut quote, mut backslash, mut open, mut close) = (0u64, 0u64, 0u64, 0u64);
-        for (k, chunk) in chunks.iter().enumerate() {
-            let v = u8x16::new(*chunk);
-            // `{` and `[` differ by 0x20, as do `}` and `]`.
-            let folded = v | u8x16::splat(0x20);
-            let at = 16 * k;
-            quote |= u64::from(v.simd_eq(u8x16::splat(b'"')).to_bitmask()) << at;
-            backslash |= u64::from(v.simd_eq(u8x16::splat(b'\\')).to_bitmask()) << at;
-            open |= u64::from(folded.simd_eq(u8x16::splat(b'{')).to_bitmask()) << at;
-            close |= u64::from(folded.simd_eq(u8x16::splat(b'}')).to_bitmask()) << at;
-        }
-        let quotes = quote & !self.escaped(backslash);
-        // Prefix XOR: bit k is set when an odd number of quotes are at or before byte k.
-        let mut inside = quotes;
-        for shift in [1, 2, 4, 8, 16, 32] {
-            inside ^= inside << shift;
-        }
-        inside ^= self.in_string;
-        self.in_string = ((inside as i64) >> 63) as u64;
-        Masks {
-            open,
-            close,
-            inside,
-        }
-    }
-
-    /// Inside a string: its unescaped quotes in the block (the first one closes it).
-    #[inline(always)]
-    fn closing_quotes(&mut self, block: &[u8; 64]) -> u64 {
-        use wide::u8x16;
-        let (chunks, _) = block.as_chunks::<16>();
-        let (mut quote, mut backslash) = (0u64, 0u64);
-        for (k, chunk) in chunks.iter().enumerate() {
-            let v = u8x16::new(*chunk);
-            quote |= u64::from(v.simd_eq(u8x16::splat(b'"')).to_bitmask()) << (16 * k);
-            backslash |= u64::from(v.simd_eq(u8x16::splat(b'\\')).to_bitmask()) << (16 * k);
-        }
-        quote & !self.escaped(backslash)
-    }
-
-    /// The bytes escaped by a backslash: the second of each pair in a run of backslashes, and
-    /// the byte after a run of odd length (simdjson's `json_escape_scanner`).
-    #[inline(always)]
-    fn escaped(&mut self, backslash: u64) -> u64 {
-        const ODD_BITS: u64 = 0xaaaa_aaaa_aaaa_aaaa;
-        if backslash == 0 {
-            return std::mem::take(&mut self.next_escaped);
-        }
-        let potential = backslash & !self.next_escaped;
-        let codes = ((potential << 1) | ODD_BITS).wrapping_sub(potential) ^ ODD_BITS;
-        let escaped = codes ^ (backslash | self.next_escaped);
-        self.next_escaped = (codes & backslash) >> 63;
-        escaped
-    }
 }
 
 /// Bytes that end a scalar (a number or a literal) in the structural scan.
@@ -263,26 +161,11 @@ impl<'de> Deserializer<'de> {
             }
         }
         // Inside a string only quotes and backslashes matter: half the compares of a block.
-        let mut scan = Blocks::default();
-        let mut i = start;
-        while i < b.len() {
-            let quotes = match b.get(i..i + 64).and_then(|s| <&[u8; 64]>::try_from(s).ok()) {
-                Some(block) => scan.closing_quotes(block),
-                None => scan.closing_quotes(&padded(b, i)),
-            };
-            if quotes != 0 {
-                return Ok(i + quotes.trailing_zeros() as usize + 1);
-            }
-            i += 64;
-        }
-        Err(self.error("EOF while parsing a string"))
+        scan::string_end(b, start).ok_or_else(|| self.error("EOF while parsing a string"))
     }
 
     /// From an opening bracket at `start`: the position after the bracket that closes it, by
-    /// depth alone (as simdjson's On-Demand skips: `[` and `{` open, `]` and `}` close).
-    /// Sixty-four bytes at a time: quotes, backslashes and brackets become bit masks (SIMD
-    /// compares), escaped bytes and the bytes inside strings follow by arithmetic on the masks,
-    /// and a block whose closing brackets cannot bring the depth to zero is counted, not walked.
+    /// depth alone ([`scan::container_end`]).
     fn skip_container(&self, start: usize) -> Result<usize, Error> {
         let b = self.bytes();
         // `{}` and `[]` (an empty securityContext, resources or status) need no block.
@@ -291,32 +174,7 @@ impl<'de> Deserializer<'de> {
                 return Ok(start + 2);
             }
         }
-        let mut scan = Blocks::default();
-        let mut depth: u32 = 0;
-        let mut i = start;
-        while i < b.len() {
-            let m = scan_block(&mut scan, b, i);
-            let (open, close) = (m.open & !m.inside, m.close & !m.inside);
-            if depth > close.count_ones() {
-                depth = depth + open.count_ones() - close.count_ones();
-            } else {
-                let mut brackets = open | close;
-                while brackets != 0 {
-                    let bit = brackets & brackets.wrapping_neg();
-                    if open & bit != 0 {
-                        depth += 1;
-                    } else {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Ok(i + bit.trailing_zeros() as usize + 1);
-                        }
-                    }
-                    brackets ^= bit;
-                }
-            }
-            i += 64;
-        }
-        Err(self.error("EOF while parsing a value"))
+        scan::container_end(b, start).ok_or_else(|| self.error("EOF while parsing a value"))
     }
 
     /// The extent of the next value, by structure alone; `pos` moves past it.
@@ -933,6 +791,8 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         visitor.visit_unit()
     }
 }
+
+mod scan;
 
 #[cfg(test)]
 mod tests;

@@ -344,6 +344,32 @@ fn bytewise_end(text: &str) -> Option<usize> {
     None
 }
 
+/// Where a container (or, with `container` false, a string) that starts at `start` ends, by
+/// each kind of lanes this CPU has: SSE2 always, AVX2 when present (the dispatch uses only the
+/// widest, so the other is tested here alone).
+fn lane_ends(b: &[u8], start: usize, container: bool) -> Vec<(&'static str, Option<usize>)> {
+    let sse2 = if container {
+        scan::container_end_with(scan::Sse2, b, start)
+    } else {
+        scan::string_end_with(scan::Sse2, b, start)
+    };
+    #[allow(unused_mut)] // Only x86-64 has a second kind.
+    let mut ends = vec![("SSE2", sse2)];
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V3::try_new() {
+        let avx2 = scan::Avx2(simd);
+        let end = simd.vectorize(|| {
+            if container {
+                scan::container_end_with(avx2, b, start)
+            } else {
+                scan::string_end_with(avx2, b, start)
+            }
+        });
+        ends.push(("AVX2", end));
+    }
+    ends
+}
+
 /// Texts of brackets, quotes, runs of backslashes and filler, long enough to cross blocks.
 fn scan_text() -> impl Strategy<Value = String> {
     prop::collection::vec(
@@ -382,7 +408,12 @@ proptest! {
         let text = format!("{}[{}", " ".repeat(lead), body);
         let de = Deserializer::new(&text);
         let blocks = de.skip_container(lead).ok();
-        prop_assert_eq!(blocks, bytewise_end(&text[lead..]).map(|e| e + lead), "{}", text);
+        let want_end = bytewise_end(&text[lead..]).map(|e| e + lead);
+        prop_assert_eq!(blocks, want_end, "{}", text);
+        // Both kinds of lanes, whichever the dispatch picked on this CPU.
+        for (lanes, end) in lane_ends(text.as_bytes(), lead, true) {
+            prop_assert_eq!(end, want_end, "{} lanes: {}", lanes, text);
+        }
         let string = format!("{}\"{}", " ".repeat(lead), body);
         let want = {
             let mut escaped = false;
@@ -399,6 +430,9 @@ proptest! {
             })
         };
         prop_assert_eq!(Deserializer::new(&string).skip_string(lead + 1).ok(), want, "{}", string);
+        for (lanes, end) in lane_ends(string.as_bytes(), lead + 1, false) {
+            prop_assert_eq!(end, want, "{} lanes: {}", lanes, string);
+        }
     }
 }
 
