@@ -56,22 +56,48 @@ pub(super) fn encode(uid: &str, verdict: Option<&Verdict>) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// A denial's `metav1.Status`: every error in the message, one `details.causes` entry each.
+/// A denial's `metav1.Status`: every error in the message (as
+/// [`Verdict::write_denial_message`] words it), one `details.causes` entry each.
 fn status(out: &mut String, v: &Verdict) {
-    out.push_str("{\"status\":\"Failure\",\"code\":403,\"message\":");
-    quoted(out, |e| v.write_denial_message(e).map(|_| ()));
-    out.push_str(",\"reason\":\"Forbidden\",\"details\":{\"causes\":[");
-    for (i, f) in v.denials().enumerate() {
+    // Each error's path and body are escaped once, as the message and its cause both carry
+    // them: escaping goes character by character, so escaped parts join to the escaped whole.
+    let mut esc = String::with_capacity(512);
+    let mut parts = Vec::with_capacity(1);
+    for f in v.denials() {
+        let start = esc.len();
+        let _ = write!(Escaped(&mut esc), "{}", f.error.path);
+        let mid = esc.len();
+        let _ = f.error.write_body(&mut Escaped(&mut esc));
+        parts.push((start..mid, mid..esc.len(), f.error.kind.cause()));
+    }
+    out.push_str("{\"status\":\"Failure\",\"code\":403,\"message\":\"");
+    let several = parts.len() > 1;
+    if several {
+        out.push('[');
+    }
+    for (i, (path, body, _)) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&esc[path.clone()]);
+        out.push_str(": ");
+        out.push_str(&esc[body.clone()]);
+    }
+    if several {
+        out.push(']');
+    }
+    out.push_str("\",\"reason\":\"Forbidden\",\"details\":{\"causes\":[");
+    for (i, (path, body, cause)) in parts.into_iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push_str("{\"reason\":\"");
-        out.push_str(f.error.kind.cause());
-        out.push_str("\",\"message\":");
-        quoted(out, |e| f.error.write_body(e));
-        out.push_str(",\"field\":");
-        quoted(out, |e| write!(e, "{}", f.error.path));
-        out.push('}');
+        out.push_str(cause);
+        out.push_str("\",\"message\":\"");
+        out.push_str(&esc[body]);
+        out.push_str("\",\"field\":\"");
+        out.push_str(&esc[path]);
+        out.push_str("\"}");
     }
     out.push_str("]}}");
 }

@@ -153,3 +153,42 @@ fn responses_are_byte_for_byte_what_serde_wrote() {
     let uid = "a\"b\\c\n\u{1}é";
     assert_eq!(encode(uid, None), reference(uid, None).unwrap());
 }
+
+/// Several denials (the message becomes `[a, b]`), with values and details that need escaping
+/// and an empty path: written as the reference writes them.
+#[test]
+fn several_denials_are_one_message_and_a_cause_each() {
+    use crate::k8s::fieldpath::{FieldError, FieldPath};
+    use crate::rules::{Action, Finding, RuleId};
+    let finding = |action, error| Finding {
+        rule: RuleId::new("test-rule"),
+        action,
+        error,
+        hint: None,
+    };
+    let spec = FieldPath::fields(&["spec", "affinity"]);
+    let verdict = Verdict {
+        findings: vec![
+            finding(
+                Action::Deny,
+                FieldError::forbidden(spec.index(0).key("a\"b"), "no \"quotes\"\n"),
+            ),
+            finding(
+                Action::Warn,
+                FieldError::forbidden(spec.clone(), "only a warning"),
+            ),
+            finding(
+                Action::Deny,
+                FieldError::invalid(spec.child("x"), serde_json::json!("v\\1"), "tab\there"),
+            ),
+            finding(Action::Deny, FieldError::forbidden(FieldPath::root(), "é")),
+        ],
+        ..Verdict::default()
+    };
+    let written = String::from_utf8(encode("uid", Some(&verdict))).unwrap();
+    assert_eq!(
+        written,
+        String::from_utf8(reference("uid", Some(&verdict)).unwrap()).unwrap()
+    );
+    assert!(written.contains(r#""message":"[spec.affinity[0][a\"b]: Forbidden: no \"quotes\"\n, "#));
+}
