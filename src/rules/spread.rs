@@ -202,6 +202,10 @@ fn validate(
         return;
     }
     verdict.rules_run.push(VALIDATE_ID);
+    // No constraints, nothing to judge (and no paths to build).
+    if object.spec.spread_constraints().is_empty() {
+        return;
+    }
     let path = object.spec_path().child("topologySpreadConstraints");
     let merged = object.kind == Kind::Pod;
     let finding = |action, error| Finding {
