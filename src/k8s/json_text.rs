@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 /// A JSON string.
@@ -113,52 +112,58 @@ pub fn label_selector(out: &mut String, s: &LabelSelector) {
     out.push('}');
 }
 
-/// A list of constraints, as `spec.topologySpreadConstraints`.
-pub fn spread_constraints(out: &mut String, constraints: &[TopologySpreadConstraint]) {
-    out.push('[');
-    for (i, c) in constraints.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('{');
-        // Every field before maxSkew (always written) is followed by a comma, every one after
-        // it preceded by one.
-        if let Some(s) = &c.label_selector {
-            field(out, "labelSelector");
-            label_selector(out, s);
-            out.push(',');
-        }
-        if let Some(keys) = &c.match_label_keys {
-            field(out, "matchLabelKeys");
-            strings(out, keys);
-            out.push(',');
-        }
-        field(out, "maxSkew");
-        integer(out, c.max_skew);
-        if let Some(n) = c.min_domains {
-            out.push(',');
-            field(out, "minDomains");
-            integer(out, n);
-        }
-        if let Some(p) = &c.node_affinity_policy {
-            out.push(',');
-            field(out, "nodeAffinityPolicy");
-            string(out, p);
-        }
-        if let Some(p) = &c.node_taints_policy {
-            out.push(',');
-            field(out, "nodeTaintsPolicy");
-            string(out, p);
-        }
+/// A `TopologySpreadConstraint`'s fields, borrowed, its selector already written as JSON (the
+/// same selector goes into every constraint a rule adds: written once).
+pub struct SpreadConstraint<'a> {
+    pub label_selector: Option<&'a str>,
+    pub match_label_keys: Option<&'a [String]>,
+    pub max_skew: i32,
+    pub min_domains: Option<i32>,
+    pub node_affinity_policy: Option<&'a str>,
+    pub node_taints_policy: Option<&'a str>,
+    pub topology_key: &'a str,
+    pub when_unsatisfiable: &'a str,
+}
+
+/// One constraint, its fields in k8s-openapi's order.
+pub fn spread_constraint(out: &mut String, c: &SpreadConstraint) {
+    out.push('{');
+    // Every field before maxSkew (always written) is followed by a comma, every one after
+    // it preceded by one.
+    if let Some(s) = c.label_selector {
+        field(out, "labelSelector");
+        out.push_str(s);
         out.push(',');
-        field(out, "topologyKey");
-        string(out, &c.topology_key);
-        out.push(',');
-        field(out, "whenUnsatisfiable");
-        string(out, &c.when_unsatisfiable);
-        out.push('}');
     }
-    out.push(']');
+    if let Some(keys) = c.match_label_keys {
+        field(out, "matchLabelKeys");
+        strings(out, keys);
+        out.push(',');
+    }
+    field(out, "maxSkew");
+    integer(out, c.max_skew);
+    if let Some(n) = c.min_domains {
+        out.push(',');
+        field(out, "minDomains");
+        integer(out, n);
+    }
+    if let Some(p) = c.node_affinity_policy {
+        out.push(',');
+        field(out, "nodeAffinityPolicy");
+        string(out, p);
+    }
+    if let Some(p) = c.node_taints_policy {
+        out.push(',');
+        field(out, "nodeTaintsPolicy");
+        string(out, p);
+    }
+    out.push(',');
+    field(out, "topologyKey");
+    string(out, c.topology_key);
+    out.push(',');
+    field(out, "whenUnsatisfiable");
+    string(out, c.when_unsatisfiable);
+    out.push('}');
 }
 
 #[cfg(test)]

@@ -238,14 +238,64 @@ fn default(
             path: object.spec_path(),
             message: why,
         }),
-        Defaulting::Add { path, constraints } => {
+        Defaulting::Add {
+            path,
+            selector,
+            match_label_keys,
+        } => {
+            let keys = match_label_keys.as_deref();
             let op = AddOp::written(path.clone(), |out| {
-                json_text::spread_constraints(out, &constraints);
+                write_constraints(out, &s.constraints, &selector, keys);
             });
-            let described = describe.then_some(constraints.as_slice());
-            verdict.patches.push(patch(path, op, described));
+            let described = describe.then(|| default_constraints(s, &selector, keys));
+            verdict.patches.push(patch(path, op, described.as_deref()));
         }
     }
+}
+
+/// The default constraints as JSON, as serde_json would write [`default_constraints`]' (the
+/// selector written once for all of them, nothing built or cloned).
+fn write_constraints(
+    out: &mut String,
+    constraints: &[DefaultConstraint],
+    selector: &LabelSelector,
+    keys: Option<&[String]>,
+) {
+    let mut sel = String::with_capacity(128);
+    json_text::label_selector(&mut sel, selector);
+    out.push('[');
+    for (i, c) in constraints.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_text::spread_constraint(
+            out,
+            &json_text::SpreadConstraint {
+                label_selector: Some(&sel),
+                match_label_keys: keys,
+                max_skew: c.max_skew,
+                min_domains: c.min_domains,
+                node_affinity_policy: c.node_affinity_policy.as_deref(),
+                node_taints_policy: c.node_taints_policy.as_deref(),
+                topology_key: &c.topology_key,
+                when_unsatisfiable: &c.when_unsatisfiable,
+            },
+        );
+    }
+    out.push(']');
+}
+
+/// The constraints defaulting adds: each configured one, selecting by `selector` and
+/// `match_label_keys`.
+pub fn default_constraints(
+    cfg: &SpreadDefaults,
+    selector: &LabelSelector,
+    match_label_keys: Option<&[String]>,
+) -> Vec<TopologySpreadConstraint> {
+    cfg.constraints
+        .iter()
+        .map(|c| c.to_constraint(Some(selector.clone()), match_label_keys.map(<[_]>::to_vec)))
+        .collect()
 }
 
 /// The patch, in words too when `described` holds the constraints.
@@ -477,10 +527,12 @@ pub enum Defaulting {
     NotApplicable,
     /// Left alone, with the reason the user should hear.
     Skipped(String),
-    /// Constraints to set at `path`.
+    /// Constraints to set at `path`: the configured ones, selecting by `selector` and
+    /// `match_label_keys` ([`default_constraints`]).
     Add {
         path: FieldPath,
-        constraints: Vec<TopologySpreadConstraint>,
+        selector: LabelSelector,
+        match_label_keys: Option<Vec<String>>,
     },
 }
 
@@ -559,14 +611,10 @@ pub fn defaults(t: &PodTemplate, namespace: &str, cfg: &SpreadDefaults) -> Defau
                 .iter()
                 .any(|e| &e.key == k)
     });
-    let keys = (!keys.is_empty()).then_some(keys);
     Defaulting::Add {
         path: t.spec_path().child("topologySpreadConstraints"),
-        constraints: cfg
-            .constraints
-            .iter()
-            .map(|c| c.to_constraint(Some(selector.clone()), keys.clone()))
-            .collect(),
+        selector,
+        match_label_keys: (!keys.is_empty()).then_some(keys),
     }
 }
 

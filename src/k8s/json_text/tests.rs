@@ -1,4 +1,5 @@
 use super::*;
+use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 use proptest::collection::{btree_map, vec};
 use proptest::option::of;
@@ -60,6 +61,34 @@ fn constraint() -> impl Strategy<Value = TopologySpreadConstraint> {
                 when_unsatisfiable,
             },
         )
+}
+
+/// A list of constraints through [`spread_constraint`], each selector written first.
+fn spread_constraints(out: &mut String, constraints: &[TopologySpreadConstraint]) {
+    out.push('[');
+    for (i, c) in constraints.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let selector = c
+            .label_selector
+            .as_ref()
+            .map(|s| written(|o| label_selector(o, s)));
+        spread_constraint(
+            out,
+            &SpreadConstraint {
+                label_selector: selector.as_deref(),
+                match_label_keys: c.match_label_keys.as_deref(),
+                max_skew: c.max_skew,
+                min_domains: c.min_domains,
+                node_affinity_policy: c.node_affinity_policy.as_deref(),
+                node_taints_policy: c.node_taints_policy.as_deref(),
+                topology_key: &c.topology_key,
+                when_unsatisfiable: &c.when_unsatisfiable,
+            },
+        );
+    }
+    out.push(']');
 }
 
 fn written(write: impl FnOnce(&mut String)) -> String {

@@ -198,12 +198,65 @@ fn defaulted(kind: Kind, v: Value) -> Defaulting {
     )
 }
 
+/// What defaulting adds, as the default settings' constraints.
+fn added(d: Defaulting) -> (FieldPath, Vec<TopologySpreadConstraint>) {
+    match d {
+        Defaulting::Add {
+            path,
+            selector,
+            match_label_keys,
+        } => (
+            path,
+            default_constraints(
+                &SpreadDefaults::default(),
+                &selector,
+                match_label_keys.as_deref(),
+            ),
+        ),
+        other => panic!("not defaulted: {other:?}"),
+    }
+}
+
+/// The patch's value is what serde_json writes of the constraints it describes: with the
+/// defaults, and with every optional field, match label keys and selector expressions.
+#[test]
+fn the_patch_value_is_the_constraints_as_serde_json_writes_them() {
+    let full = DefaultConstraint {
+        max_skew: 2,
+        topology_key: "topology.kubernetes.io/zone".into(),
+        when_unsatisfiable: "DoNotSchedule".into(),
+        min_domains: Some(3),
+        node_affinity_policy: Some("Honor".into()),
+        node_taints_policy: Some("Ignore".into()),
+    };
+    let settings = [
+        SpreadDefaults::default(),
+        SpreadDefaults {
+            constraints: vec![full],
+            ..SpreadDefaults::default()
+        },
+    ];
+    let selectors: [LabelSelector; 2] = [
+        serde_json::from_value(json!({"matchLabels": {"app": "web", "tier": "a\"b"}})).unwrap(),
+        serde_json::from_value(json!({"matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}], "matchLabels": {}})).unwrap(),
+    ];
+    let keys = ["pod-template-hash".to_string()];
+    for cfg in &settings {
+        for sel in &selectors {
+            for k in [None, Some(&keys[..])] {
+                let mut out = String::new();
+                write_constraints(&mut out, &cfg.constraints, sel, k);
+                let want = serde_json::to_string(&default_constraints(cfg, sel, k)).unwrap();
+                assert_eq!(out, want);
+            }
+        }
+    }
+}
+
 #[test]
 fn defaulting_decisions() {
     let deployment = json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {}}}});
-    let Defaulting::Add { path, constraints } = defaulted(Kind::Deployment, deployment) else {
-        panic!("deployment should be defaulted")
-    };
+    let (path, constraints) = added(defaulted(Kind::Deployment, deployment));
     assert_eq!(
         path.to_string(),
         "spec.template.spec.topologySpreadConstraints"
@@ -225,15 +278,11 @@ fn defaulting_decisions() {
     );
 
     let sts = json!({"spec": {"selector": {"matchLabels": {"app": "db"}}, "template": {"metadata": {"labels": {"app": "db"}}, "spec": {}}}});
-    let Defaulting::Add { constraints, .. } = defaulted(Kind::StatefulSet, sts) else {
-        panic!()
-    };
+    let (_, constraints) = added(defaulted(Kind::StatefulSet, sts));
     assert_eq!(constraints[0].match_label_keys, None);
 
     let bare = json!({"metadata": {"labels": {"app": "web", "tier": "x", "pod-template-hash": "abc"}}, "spec": {}});
-    let Defaulting::Add { path, constraints } = defaulted(Kind::Pod, bare) else {
-        panic!()
-    };
+    let (path, constraints) = added(defaulted(Kind::Pod, bare));
     assert_eq!(path.to_string(), "spec.topologySpreadConstraints");
     let ml = constraints[0]
         .label_selector
