@@ -1,8 +1,8 @@
 //! JSON text written directly, byte for byte what serde_json writes: strings escaped as
 //! serde_json escapes them, and the API values our patches carry with k8s-openapi's field order
 //! (absent optional fields left out). Written this way because serde_json's serializer escapes
-//! a byte at a time: through it, a patch's value cost a defaulted pod's review about a tenth of
-//! its instructions. The tests hold every writer here to serde_json's output.
+//! a byte at a time: writing a defaulted pod's patch value here instead of through it took 2k
+//! instructions off the review. The tests hold every writer here to serde_json's output.
 
 use std::collections::BTreeMap;
 

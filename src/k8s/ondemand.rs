@@ -6,7 +6,7 @@
 //! An AdmissionReview is mostly parts no rule reads (managedFields, containers, volumes, status,
 //! kubectl's last-applied annotation), and serde_json validates every byte of them: about half of
 //! a review's instructions. Here they are skipped 64 bytes at a time: SIMD compares (AVX2 where
-//! the CPU has it, else SSE2; see [`scan`]) turn quotes, backslashes and brackets into bit masks,
+//! the CPU has it, else SSE2: `ondemand::scan`) turn quotes, backslashes and brackets into bit masks,
 //! and the bytes inside strings and the nesting depth follow by arithmetic on the masks
 //! (simdjson's stage 1).
 //!

@@ -83,9 +83,9 @@ pub struct Patch {
 
 /// An RFC 6902 `add` (the only operation our rules make), its value kept as the JSON text the
 /// response carries: written once, not built as a `serde_json::Value` and serialized again
-/// (that cost a patched review about a sixth of its instructions). Its keys come in the order
-/// the type serializes them; k8s-openapi's types write theirs sorted, as a `Value` wrote them,
-/// so the patch bytes did not change (a value of another type would keep its own order).
+/// (that cost a patched review about a sixth of its instructions). [`crate::k8s::json_text`]
+/// writes the API values as serde_json writes k8s-openapi's types, keys sorted as a `Value`
+/// wrote them, so the patch bytes are those earlier versions sent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AddOp {
     pub path: FieldPath,
