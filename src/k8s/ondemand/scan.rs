@@ -167,7 +167,7 @@ impl Blocks {
 
 /// The bytes from `i` to the end (fewer than 64), padded with spaces to a whole block.
 #[cold]
-pub(super) fn padded(b: &[u8], i: usize) -> [u8; 64] {
+fn padded(b: &[u8], i: usize) -> [u8; 64] {
     let mut block = [b' '; 64];
     let rest = b.get(i..).unwrap_or(&[]);
     block[..rest.len()].copy_from_slice(rest);
