@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::admission::Endpoint;
+use crate::k8s::json_text;
 use crate::rules::RuleId;
 
 /// The logger's format, as `--log-format` and the terminal chose it.
@@ -172,11 +173,11 @@ fn format_line(
                 "\",\"level\":\"{}\",\"fields\":{{\"message\":\"admission decision\",\"uid\":",
                 level.as_str()
             );
-            json_str(out, d.uid);
+            json_text::string(out, d.uid);
             out.push_str(",\"namespace\":");
-            json_str(out, d.namespace);
+            json_text::string(out, d.namespace);
             out.push_str(",\"name\":");
-            json_str(out, d.name);
+            json_text::string(out, d.name);
             let _ = write!(
                 out,
                 ",\"operation\":\"{}\",\"endpoint\":\"{endpoint}\",\"rules\":\"",
@@ -200,14 +201,6 @@ fn padded(level: tracing::Level) -> &'static str {
         tracing::Level::INFO => " INFO",
         tracing::Level::WARN => " WARN",
         tracing::Level::ERROR => "ERROR",
-    }
-}
-
-fn json_str(out: &mut String, s: &str) {
-    // serde_json's escaping, written straight into the line.
-    match serde_json::to_string(s) {
-        Ok(q) => out.push_str(&q),
-        Err(_) => out.push_str("\"\""),
     }
 }
 
