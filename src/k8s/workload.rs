@@ -226,6 +226,10 @@ struct PodTemplateObject {
 struct WorkloadSpec {
     #[serde(default)]
     selector: Option<Value>,
+    /// The selector as the hand reader reads it (`direct::api::workload_selector`), in place
+    /// of `selector`.
+    #[serde(skip)]
+    label_selector: Option<LabelSelector>,
     #[serde(default)]
     template: TemplateView,
 }
@@ -320,7 +324,7 @@ fn selector_from(value: Option<Value>) -> Option<LabelSelector> {
 }
 
 fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplate {
-    let mut selector = selector_from(spec.selector);
+    let mut selector = spec.label_selector.or_else(|| selector_from(spec.selector));
     // kube-apiserver defaults a ReplicationController's empty selector to its template's labels
     // (SetDefaults_ReplicationController), so webhooks never see it empty; manifests can be.
     let empty = selector.as_ref().is_none_or(|s| {

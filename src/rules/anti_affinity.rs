@@ -165,6 +165,20 @@ pub fn scope_of(term: &PodAffinityTerm) -> Scope {
     }
 }
 
+/// `s` as `{:?}` writes it; a string with nothing to escape (a label key) is copied whole.
+fn push_debug(out: &mut String, s: &str) {
+    if s.bytes()
+        .all(|b| b == b' ' || (b.is_ascii_graphic() && b != b'"' && b != b'\\'))
+    {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{s:?}");
+    }
+}
+
 /// "zone", "region" or "topology domain", for messages.
 fn domain_word(key: &str) -> &'static str {
     match key {
@@ -242,19 +256,32 @@ fn flag(
     let key = &term.topology_key;
     let domain = domain_word(key);
     let path = base.index(i).child("topologyKey");
-    let detail = match scope {
-        Scope::Cluster => format!(
-            "hard anti-affinity on {key:?} across all namespaces lets this pod block every matching pod in the cluster from a whole {domain}; allowed keys: {allowed}"
+    // Pushed piece by piece: through `format!` the two lines cost about 2k instructions, a
+    // sixth of a denied review.
+    let mut detail = String::with_capacity(200 + allowed.len());
+    detail.push_str("hard anti-affinity on ");
+    push_debug(&mut detail, key);
+    match scope {
+        Scope::Cluster => detail.push_str(
+            " across all namespaces lets this pod block every matching pod in the cluster from a whole ",
         ),
-        Scope::Namespace => format!(
-            "hard anti-affinity on {key:?} {} lets this pod block every matching pod there from a whole {domain}; allowed keys: {allowed}",
-            namespaces_phrase(term, namespace)
-        ),
-    };
+        Scope::Namespace => {
+            detail.push(' ');
+            detail.push_str(&namespaces_phrase(term, namespace));
+            detail.push_str(" lets this pod block every matching pod there from a whole ");
+        }
+    }
+    detail.push_str(domain);
+    detail.push_str("; allowed keys: ");
+    detail.push_str(allowed);
     // One line next to the error, which carries the full path: the term's index is enough.
-    let hint = format!(
-        "required anti-affinity term [{i}]: to spread without shutting others out, use a preferred term or a topologySpreadConstraint on {key:?}"
+    let mut hint = String::with_capacity(160);
+    hint.push_str("required anti-affinity term [");
+    hint.push_str(itoa::Buffer::new().format(i));
+    hint.push_str(
+        "]: to spread without shutting others out, use a preferred term or a topologySpreadConstraint on ",
     );
+    push_debug(&mut hint, key);
     Flagged {
         scope,
         action,

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use k8s_openapi::api::core::v1::{PodSchedulingGate, Toleration};
 use serde::de::Error as _;
 use serde::Deserialize;
 use serde_json::Error;
@@ -251,7 +250,7 @@ pub(super) fn template_echo<'de>(
                         de.read_object(|de, key| match key {
                             "spec" => {
                                 inner.first(0)?;
-                                spec = workload_spec(de, part, echo)?;
+                                spec = workload_spec(kind, de, part, echo)?;
                                 Ok(())
                             }
                             _ => de.skip_value(),
@@ -265,8 +264,9 @@ pub(super) fn template_echo<'de>(
             Ok(from_workload(kind, meta, spec))
         }
         _ => {
-            let (declared, meta, spec) =
-                object(de, part, echo, |de, echo| workload_spec(de, part, echo))?;
+            let (declared, meta, spec) = object(de, part, echo, |de, echo| {
+                workload_spec(kind, de, part, echo)
+            })?;
             check_kind(kind, &declared).map_err(bad_kind)?;
             Ok(from_workload(kind, meta, spec))
         }
@@ -324,6 +324,7 @@ fn object_with<'a, 'de, S: Default>(
 }
 
 fn workload_spec<'de>(
+    kind: Kind,
     de: &mut Deserializer<'de>,
     part: Part,
     echo: &mut Echo<'_, 'de>,
@@ -336,7 +337,11 @@ fn workload_spec<'de>(
             if !part.identity {
                 return de.skip_value();
             }
-            spec.selector = Option::<serde_json::Value>::deserialize(&mut *de)?;
+            if kind == Kind::ReplicationController {
+                spec.selector = Option::<serde_json::Value>::deserialize(&mut *de)?;
+            } else if !de.read_null() {
+                spec.label_selector = Some(api::workload_selector(de)?);
+            }
             Ok(())
         }
         "template" => {
@@ -456,19 +461,23 @@ fn pod_spec<'de>(
             }
             "affinity" => {
                 seen.first(2)?;
-                spec.affinity = Deserialize::deserialize(&mut *de)?;
+                spec.affinity = if de.read_null() {
+                    None
+                } else {
+                    Some(api::affinity(de)?)
+                };
             }
             "tolerations" => {
                 seen.first(3)?;
-                spec.tolerations = opt_vec(de, toleration)?;
+                spec.tolerations = opt_vec(de, api::toleration)?;
             }
             "schedulingGates" => {
                 seen.first(4)?;
-                spec.scheduling_gates = opt_vec(de, scheduling_gate)?;
+                spec.scheduling_gates = opt_vec(de, api::scheduling_gate)?;
             }
             "topologySpreadConstraints" => {
                 seen.first(5)?;
-                spec.topology_spread_constraints = Deserialize::deserialize(&mut *de)?;
+                spec.topology_spread_constraints = opt_vec(de, api::topology_spread_constraint)?;
             }
             "containers" => {
                 seen.first(6)?;
@@ -534,61 +543,6 @@ fn container(de: &mut Deserializer) -> Result<Container, Error> {
     Ok(c)
 }
 
-/// k8s-openapi's `Toleration`: every field optional, unknown ones ignored. (It lets a repeated
-/// key overwrite; here a repeat goes to serde.)
-fn toleration(de: &mut Deserializer) -> Result<Toleration, Error> {
-    let mut t = Toleration::default();
-    let mut seen = Seen(0);
-    de.read_object(|de, key| {
-        match key {
-            "effect" => {
-                seen.first(0)?;
-                t.effect = de.read_opt_string()?;
-            }
-            "key" => {
-                seen.first(1)?;
-                t.key = de.read_opt_string()?;
-            }
-            "operator" => {
-                seen.first(2)?;
-                t.operator = de.read_opt_string()?;
-            }
-            "tolerationSeconds" => {
-                seen.first(3)?;
-                t.toleration_seconds = if de.read_null() {
-                    None
-                } else {
-                    Some(de.read_i64()?)
-                };
-            }
-            "value" => {
-                seen.first(4)?;
-                t.value = de.read_opt_string()?;
-            }
-            _ => de.skip_value()?,
-        }
-        Ok(())
-    })?;
-    Ok(t)
-}
-
-/// k8s-openapi's `PodSchedulingGate`: a missing or null name is empty.
-fn scheduling_gate(de: &mut Deserializer) -> Result<PodSchedulingGate, Error> {
-    let mut name = None;
-    let mut seen = Seen(0);
-    de.read_object(|de, key| match key {
-        "name" => {
-            seen.first(0)?;
-            name = de.read_opt_string()?;
-            Ok(())
-        }
-        _ => de.skip_value(),
-    })?;
-    Ok(PodSchedulingGate {
-        name: name.unwrap_or_default(),
-    })
-}
-
 /// A map of strings (labels, a node selector): a repeated key keeps its last value, as a
 /// `BTreeMap` does under serde.
 fn opt_string_map(de: &mut Deserializer) -> Result<Option<BTreeMap<String, String>>, Error> {
@@ -634,6 +588,8 @@ fn opt_vec<'de, T>(
     })?;
     Ok(Some(v))
 }
+
+mod api;
 
 #[cfg(test)]
 mod tests;

@@ -396,3 +396,24 @@ fn denial_messages_with_hints() {
     );
     insta::assert_snapshot!(out);
 }
+
+#[test]
+fn keys_are_quoted_as_debug_quotes_them() {
+    for s in [
+        "",
+        "topology.kubernetes.io/zone",
+        "a b",
+        "say \"hi\"",
+        "back\\slash",
+        "tab\there",
+        "new\nline",
+        "zoné",
+        "\u{7f}",
+        "\u{200b}",
+        "'",
+    ] {
+        let mut out = String::new();
+        super::push_debug(&mut out, s);
+        assert_eq!(out, format!("{s:?}"), "{s}");
+    }
+}

@@ -1,5 +1,11 @@
 use super::*;
 use crate::k8s::workload::{PodObject, TemplateSeed};
+use k8s_openapi::api::core::v1::{
+    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodAffinity,
+    PodAffinityTerm, PodAntiAffinity, PodSchedulingGate, PreferredSchedulingTerm, Toleration,
+    TopologySpreadConstraint, WeightedPodAffinityTerm,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use serde::de::{DeserializeSeed, Visitor};
 
 /// Field names of the views, as read here (tests compare them with the derived ones).
@@ -123,6 +129,89 @@ fn the_hand_reader_knows_every_field_of_the_derived_views() {
         sorted(derived_fields::<PodSchedulingGate>()),
         sorted(GATE_FIELDS.to_vec())
     );
+    let terms = [
+        "preferredDuringSchedulingIgnoredDuringExecution",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    ];
+    let requirement = ["key", "operator", "values"];
+    let api: [(&str, Vec<&str>, &[&str]); 13] = [
+        (
+            "Affinity",
+            derived_fields::<Affinity>(),
+            &["nodeAffinity", "podAffinity", "podAntiAffinity"],
+        ),
+        ("NodeAffinity", derived_fields::<NodeAffinity>(), &terms),
+        (
+            "NodeSelector",
+            derived_fields::<NodeSelector>(),
+            &["nodeSelectorTerms"],
+        ),
+        (
+            "PreferredSchedulingTerm",
+            derived_fields::<PreferredSchedulingTerm>(),
+            &["preference", "weight"],
+        ),
+        (
+            "NodeSelectorTerm",
+            derived_fields::<NodeSelectorTerm>(),
+            &["matchExpressions", "matchFields"],
+        ),
+        (
+            "NodeSelectorRequirement",
+            derived_fields::<NodeSelectorRequirement>(),
+            &requirement,
+        ),
+        (
+            "LabelSelectorRequirement",
+            derived_fields::<LabelSelectorRequirement>(),
+            &requirement,
+        ),
+        ("PodAffinity", derived_fields::<PodAffinity>(), &terms),
+        (
+            "PodAntiAffinity",
+            derived_fields::<PodAntiAffinity>(),
+            &terms,
+        ),
+        (
+            "WeightedPodAffinityTerm",
+            derived_fields::<WeightedPodAffinityTerm>(),
+            &["podAffinityTerm", "weight"],
+        ),
+        (
+            "PodAffinityTerm",
+            derived_fields::<PodAffinityTerm>(),
+            &[
+                "labelSelector",
+                "matchLabelKeys",
+                "mismatchLabelKeys",
+                "namespaceSelector",
+                "namespaces",
+                "topologyKey",
+            ],
+        ),
+        (
+            "LabelSelector",
+            derived_fields::<LabelSelector>(),
+            &["matchExpressions", "matchLabels"],
+        ),
+        (
+            "TopologySpreadConstraint",
+            derived_fields::<TopologySpreadConstraint>(),
+            &[
+                "labelSelector",
+                "matchLabelKeys",
+                "maxSkew",
+                "minDomains",
+                "nodeAffinityPolicy",
+                "nodeTaintsPolicy",
+                "topologyKey",
+                "whenUnsatisfiable",
+            ],
+        ),
+    ];
+    for (name, derived, hand) in api {
+        assert_eq!(sorted(derived), sorted(hand.to_vec()), "{name}");
+    }
     assert_eq!(
         sorted(derived_fields::<super::super::WorkloadObject>()),
         sorted(OBJECT_FIELDS.to_vec())
@@ -202,9 +291,61 @@ fn recorded_objects_read_by_hand_as_serde_reads_them() {
     }
 }
 
+/// Shapes the hand reader leaves to serde, which reads them as before: a Deployment's selector
+/// written as a map of labels, a weight out of `i32`'s range, a repeated field (which k8s-openapi
+/// lets overwrite), an escaped key.
+#[test]
+fn odd_scheduling_shapes_go_to_serde() {
+    let pod = |spec: &str| format!(r#"{{"kind":"Pod","spec":{spec}}}"#);
+    let cases = [
+        (
+            Kind::Deployment,
+            r#"{"spec":{"selector":{"app":"web"},"template":{}}}"#.to_string(),
+        ),
+        (
+            Kind::Deployment,
+            r#"{"spec":{"selector":{"matchLabels":{"app":"web"},"x":1},"template":{}}}"#
+                .to_string(),
+        ),
+        (
+            Kind::Pod,
+            pod(
+                r#"{"affinity":{"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":2147483648}]}}}"#,
+            ),
+        ),
+        (
+            Kind::Pod,
+            pod(
+                r#"{"affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"a","topologyKey":"b"}]}}}"#,
+            ),
+        ),
+        (
+            Kind::Pod,
+            pod(r#"{"topologySpreadConstraints":[{"maxSkew":1.5}]}"#),
+        ),
+        (
+            Kind::Pod,
+            pod(
+                r#"{"affinity":{"nodeAffinity":{"required\u0044uringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}}"#,
+            ),
+        ),
+    ];
+    for (kind, text) in &cases {
+        assert!(!agree(text, *kind), "the hand reader read {text}");
+    }
+    // What serde makes of the first two: the selector, as a map of labels or without the
+    // unknown key.
+    for (kind, text) in &cases[..2] {
+        let mut de = Deserializer::new(text);
+        let t = TemplateSeed(*kind).deserialize(&mut de).unwrap();
+        let labels = t.selector.unwrap().match_labels.unwrap();
+        assert_eq!(labels.get("app").map(String::as_str), Some("web"), "{text}");
+    }
+}
+
 /// Every kind's wrapper, with every field the hand reader reads.
 fn full_field_objects() -> Vec<(Kind, String)> {
-    let spec = r#"{"nodeName":"n","nodeSelector":{"a":"b","a":"c"},"affinity":{"nodeAffinity":{}},"tolerations":[{"key":"k","operator":"Exists","effect":"NoSchedule","value":"v","tolerationSeconds":-5,"x":[1]}],"schedulingGates":[{"name":"g"},{},{"name":null}],"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"z","whenUnsatisfiable":"DoNotSchedule"}],"containers":[{"resources":{"requests":{"cpu":"1"}},"ports":[{"hostPort":80}],"restartPolicy":"Always","image":"i"}],"initContainers":null,"overhead":{"cpu":"10m"},"resources":null,"volumes":[]}"#;
+    let spec = r#"{"nodeName":"n","nodeSelector":{"a":"b","a":"c"},"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a","b\u0041"]}],"matchFields":[{"key":"metadata.name","operator":"NotIn","values":null}]},{},{"matchExpressions":null,"x":1}]},"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":5,"preference":{"matchExpressions":[{"key":"k","operator":"Exists"}]}},{"weight":null},{"preference":null,"weight":-3}]},"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"topologyKey":"kubernetes.io/hostname","namespaces":["a"],"matchLabelKeys":["pod-template-hash"],"mismatchLabelKeys":["tenant"]},{"topologyKey":null}],"preferredDuringSchedulingIgnoredDuringExecution":null},"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":100,"podAffinityTerm":{"labelSelector":{"matchExpressions":[{"key":"app","operator":"In","values":["web"]}]},"namespaceSelector":{},"topologyKey":"topology.kubernetes.io/zone"}},{"podAffinityTerm":null}],"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":null,"namespaceSelector":{"matchLabels":null,"matchExpressions":[]},"topologyKey":"topology.kubernetes.io/region","unknown":{"a":[1,2]}}]}},"tolerations":[{"key":"k","operator":"Exists","effect":"NoSchedule","value":"v","tolerationSeconds":-5,"x":[1]}],"schedulingGates":[{"name":"g"},{},{"name":null}],"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"z","whenUnsatisfiable":"DoNotSchedule"},{"maxSkew":2,"minDomains":3,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway","labelSelector":{"matchLabels":{"app":"web"}},"matchLabelKeys":["pod-template-hash"],"nodeAffinityPolicy":"Honor","nodeTaintsPolicy":"Ignore"},{"minDomains":null,"labelSelector":null}],"containers":[{"resources":{"requests":{"cpu":"1"}},"ports":[{"hostPort":80}],"restartPolicy":"Always","image":"i"}],"initContainers":null,"overhead":{"cpu":"10m"},"resources":null,"volumes":[]}"#;
     let meta = r#"{"name":"n","generateName":"g-","namespace":"ns","labels":{"app":"web"},"annotations":{"placement-guard.io/ignore":"x","other":{"a":1}},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","controller":true}],"uid":"u"}"#;
     vec![
         (
@@ -214,7 +355,7 @@ fn full_field_objects() -> Vec<(Kind, String)> {
         (
             Kind::Deployment,
             format!(
-                r#"{{"kind":"Deployment","metadata":{meta},"spec":{{"selector":{{"matchLabels":{{"app":"web"}}}},"template":{{"metadata":{meta},"spec":{spec}}}}}}}"#
+                r#"{{"kind":"Deployment","metadata":{meta},"spec":{{"selector":{{"matchLabels":{{"app":"web"}},"matchExpressions":[{{"key":"tier","operator":"NotIn","values":["db"]}}]}},"template":{{"metadata":{meta},"spec":{spec}}}}}}}"#
             ),
         ),
         (
