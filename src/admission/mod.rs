@@ -203,7 +203,7 @@ fn review_with(
             rules::evaluate(
                 &input(
                     Subject::Template(&object),
-                    old.as_ref().map(Subject::Template),
+                    old.as_deref().map(Subject::Template),
                 ),
                 rules,
             )

@@ -647,7 +647,9 @@ fn direct_request<'de>(
                 } else {
                     match decided {
                         Some(Use::Template(k, part)) => {
-                            Slot::Read(Box::new(workload::read_direct(k, part, de, &mut echo)?))
+                            let mut t = Box::new(PodTemplate::empty(k));
+                            workload::read_direct(k, part, de, &mut echo, &mut t)?;
+                            Slot::Read(t)
                         }
                         Some(Use::Ignore) => {
                             de.skip_value()?;
@@ -799,20 +801,22 @@ pub(super) fn template_of(
     kind: Kind,
     field: &str,
     op: Operation,
-) -> Result<PodTemplate, ReviewError> {
+) -> Result<Box<PodTemplate>, ReviewError> {
     match slot {
-        Slot::Read(t) => Ok(*t),
-        Slot::Raw(raw) => workload::parse_json(kind, raw.get()).map_err(|e| {
-            let at = if e.path.is_empty() || e.path == "." {
-                String::new()
-            } else {
-                format!(".{}", e.path)
-            };
-            ReviewError::BadRequest(format!(
-                "request.{field}{at}: cannot read {}: {}",
-                e.kind, e.message
-            ))
-        }),
+        Slot::Read(t) => Ok(t),
+        Slot::Raw(raw) => workload::parse_json(kind, raw.get())
+            .map(Box::new)
+            .map_err(|e| {
+                let at = if e.path.is_empty() || e.path == "." {
+                    String::new()
+                } else {
+                    format!(".{}", e.path)
+                };
+                ReviewError::BadRequest(format!(
+                    "request.{field}{at}: cannot read {}: {}",
+                    e.kind, e.message
+                ))
+            }),
         Slot::Absent => Err(ReviewError::BadRequest(format!(
             "request.{field} is required for {} of {}",
             op.as_str(),

@@ -175,6 +175,17 @@ pub struct PodTemplate {
 }
 
 impl PodTemplate {
+    /// An object of `kind` with nothing read yet (what [`read_direct`] reads into).
+    pub fn empty(kind: Kind) -> PodTemplate {
+        PodTemplate {
+            kind,
+            meta: ObjectMeta::default(),
+            template_meta: None,
+            spec: PodSpec::default(),
+            selector: None,
+        }
+    }
+
     /// The pod template's metadata (for a Pod, the pod's).
     pub fn template_meta(&self) -> &ObjectMeta {
         self.template_meta.as_ref().unwrap_or(&self.meta)
@@ -226,10 +237,6 @@ struct PodTemplateObject {
 struct WorkloadSpec {
     #[serde(default)]
     selector: Option<Value>,
-    /// The selector as the hand reader reads it (`direct::api::workload_selector`), in place
-    /// of `selector`.
-    #[serde(skip)]
-    label_selector: Option<LabelSelector>,
     #[serde(default)]
     template: TemplateView,
 }
@@ -324,25 +331,7 @@ fn selector_from(value: Option<Value>) -> Option<LabelSelector> {
 }
 
 fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplate {
-    let mut selector = spec.label_selector.or_else(|| selector_from(spec.selector));
-    // kube-apiserver defaults a ReplicationController's empty selector to its template's labels
-    // (SetDefaults_ReplicationController), so webhooks never see it empty; manifests can be.
-    let empty = selector.as_ref().is_none_or(|s| {
-        s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
-            && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
-    });
-    if kind == Kind::ReplicationController && empty {
-        selector = spec
-            .template
-            .metadata
-            .labels
-            .clone()
-            .filter(|l| !l.is_empty())
-            .map(|labels| LabelSelector {
-                match_labels: Some(labels),
-                match_expressions: None,
-            });
-    }
+    let selector = workload_selector(kind, selector_from(spec.selector), &spec.template.metadata);
     PodTemplate {
         kind,
         meta,
@@ -350,6 +339,31 @@ fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplat
         spec: spec.template.spec,
         selector,
     }
+}
+
+/// A workload's selector as the rules see it: kube-apiserver defaults a ReplicationController's
+/// empty selector to its template's labels (SetDefaults_ReplicationController), so webhooks
+/// never see it empty; manifests can be.
+fn workload_selector(
+    kind: Kind,
+    selector: Option<LabelSelector>,
+    template_meta: &ObjectMeta,
+) -> Option<LabelSelector> {
+    let empty = selector.as_ref().is_none_or(|s| {
+        s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+            && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
+    });
+    if kind != Kind::ReplicationController || !empty {
+        return selector;
+    }
+    template_meta
+        .labels
+        .clone()
+        .filter(|l| !l.is_empty())
+        .map(|labels| LabelSelector {
+            match_labels: Some(labels),
+            match_expressions: None,
+        })
 }
 
 fn check_kind(kind: Kind, declared: &Option<String>) -> Result<(), ParseError> {
@@ -424,14 +438,16 @@ pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
 }
 
 /// Reads the pod template of an object of `kind` by hand from the on-demand reader (the
-/// admission path, see [`direct`]); an error means serde must read it.
+/// admission path, see [`direct`]) into `t`, a [`PodTemplate::empty`] of that kind; an error
+/// means serde must read it.
 pub fn read_direct<'de>(
     kind: Kind,
     part: Part,
     de: &mut crate::k8s::ondemand::Deserializer<'de>,
     echo: &mut Echo<'_, 'de>,
-) -> Result<PodTemplate, serde_json::Error> {
-    direct::template_echo(kind, part, de, echo)
+    t: &mut PodTemplate,
+) -> Result<(), serde_json::Error> {
+    direct::template_into(kind, part, de, echo, t)
 }
 
 /// Reads the pod template of an object of the given kind straight from a deserializer that is

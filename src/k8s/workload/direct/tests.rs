@@ -1,5 +1,5 @@
 use super::*;
-use crate::k8s::workload::{PodObject, TemplateSeed};
+use crate::k8s::workload::{PodObject, TemplateSeed, TemplateView, WorkloadSpec};
 use k8s_openapi::api::core::v1::{
     Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PodAffinity,
     PodAffinityTerm, PodAntiAffinity, PodSchedulingGate, PreferredSchedulingTerm, Toleration,
