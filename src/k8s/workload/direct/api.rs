@@ -111,13 +111,24 @@ fn node_selector(de: &mut Deserializer) -> Result<NodeSelector, Error> {
 }
 
 fn preferred_scheduling_term(de: &mut Deserializer) -> Result<PreferredSchedulingTerm, Error> {
-    let (mut preference, mut weight) = (None, None);
+    let (preference, weight) = weighted(de, "preference", node_selector_term)?;
+    Ok(PreferredSchedulingTerm { preference, weight })
+}
+
+/// `{<term>, weight}`, the shape of both kinds of weighted term: the term and the weight
+/// defaulted when absent.
+fn weighted<'de, T: Default>(
+    de: &mut Deserializer<'de>,
+    term_key: &str,
+    read: fn(&mut Deserializer<'de>) -> Result<T, Error>,
+) -> Result<(T, i32), Error> {
+    let (mut term, mut weight) = (None, None);
     let mut seen = Seen(0);
     de.read_object(|de, key| {
         match key {
-            "preference" => {
+            k if k == term_key => {
                 seen.first(0)?;
-                preference = opt(de, node_selector_term)?;
+                term = opt(de, read)?;
             }
             "weight" => {
                 seen.first(1)?;
@@ -127,10 +138,7 @@ fn preferred_scheduling_term(de: &mut Deserializer) -> Result<PreferredSchedulin
         }
         Ok(())
     })?;
-    Ok(PreferredSchedulingTerm {
-        preference: preference.unwrap_or_default(),
-        weight: weight.unwrap_or_default(),
-    })
+    Ok((term.unwrap_or_default(), weight.unwrap_or_default()))
 }
 
 fn node_selector_term(de: &mut Deserializer) -> Result<NodeSelectorTerm, Error> {
@@ -227,25 +235,10 @@ fn pod_terms(de: &mut Deserializer) -> Result<PodTerms, Error> {
 }
 
 fn weighted_pod_affinity_term(de: &mut Deserializer) -> Result<WeightedPodAffinityTerm, Error> {
-    let (mut term, mut weight) = (None, None);
-    let mut seen = Seen(0);
-    de.read_object(|de, key| {
-        match key {
-            "podAffinityTerm" => {
-                seen.first(0)?;
-                term = opt(de, pod_affinity_term)?;
-            }
-            "weight" => {
-                seen.first(1)?;
-                weight = opt_i32(de)?;
-            }
-            _ => de.skip_value()?,
-        }
-        Ok(())
-    })?;
+    let (pod_affinity_term, weight) = weighted(de, "podAffinityTerm", pod_affinity_term)?;
     Ok(WeightedPodAffinityTerm {
-        pod_affinity_term: term.unwrap_or_default(),
-        weight: weight.unwrap_or_default(),
+        pod_affinity_term,
+        weight,
     })
 }
 
