@@ -3,8 +3,10 @@
 //! serde's derived visitors cost about 300 instructions a field read or passed over (a key
 //! identified, an `Option` slot, results threaded through generic layers); a request carries
 //! some 120 of them, most of the cost of a review. Here the views' own fields are matched by
-//! hand, and the nested API types (affinity, spread constraints, resources, owner references,
-//! selectors) still go through their serde implementations on the same reader.
+//! hand, as are the k8s-openapi scheduling types inside them (affinity, spread constraints,
+//! selectors, tolerations, gates: `api`); resources, owner references, overhead, ports and a
+//! ReplicationController's selector still go through their serde implementations on the same
+//! reader.
 //!
 //! Whatever is not of the plain shape serde would read the same way (a duplicate key, an array
 //! for a struct, an escaped key, a number where a string goes) is an error here, and the caller
@@ -24,7 +26,8 @@ use crate::k8s::model::{Container, ObjectMeta, PodSpec, ANNOTATION_PREFIX};
 use crate::k8s::ondemand::Deserializer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-/// One bit a field: a second occurrence is serde's `duplicate field` error.
+/// One bit a field: a second occurrence is an error (serde's `duplicate field` for the derived
+/// views; k8s-openapi's types let a repeat overwrite, and serde reads those bodies).
 struct Seen(u32);
 
 impl Seen {

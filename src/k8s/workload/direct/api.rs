@@ -284,7 +284,7 @@ fn label_selector(de: &mut Deserializer) -> Result<LabelSelector, Error> {
     selector(de, false)
 }
 
-/// A workload's `spec.selector` where it is a `LabelSelector` (as `super::selector_from` takes
+/// A workload's `spec.selector` where it is a `LabelSelector` (as `workload::selector_from` takes
 /// it): any other key is an error, so that a map of labels (a ReplicationController's
 /// selector) goes to serde.
 pub(super) fn workload_selector(de: &mut Deserializer) -> Result<LabelSelector, Error> {
