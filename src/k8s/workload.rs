@@ -331,7 +331,7 @@ fn selector_from(value: Option<Value>) -> Option<LabelSelector> {
 }
 
 fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplate {
-    let selector = workload_selector(kind, selector_from(spec.selector), &spec.template.metadata);
+    let selector = defaulted_selector(kind, selector_from(spec.selector), &spec.template.metadata);
     PodTemplate {
         kind,
         meta,
@@ -344,7 +344,7 @@ fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplat
 /// A workload's selector as the rules see it: kube-apiserver defaults a ReplicationController's
 /// empty selector to its template's labels (SetDefaults_ReplicationController), so webhooks
 /// never see it empty; manifests can be.
-fn workload_selector(
+fn defaulted_selector(
     kind: Kind,
     selector: Option<LabelSelector>,
     template_meta: &ObjectMeta,

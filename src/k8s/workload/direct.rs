@@ -21,7 +21,7 @@ use serde::de::Error as _;
 use serde::Deserialize;
 use serde_json::Error;
 
-use super::{check_kind, selector_from, workload_selector, Kind, PodTemplate};
+use super::{check_kind, defaulted_selector, selector_from, Kind, PodTemplate};
 use crate::k8s::model::{Container, ObjectMeta, PodSpec, ANNOTATION_PREFIX};
 use crate::k8s::ondemand::Deserializer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -281,7 +281,7 @@ pub(super) fn template_into<'de>(
                 Selector::Read(s) => Some(s),
                 Selector::Value(v) => selector_from(Some(v)),
             };
-            t.selector = workload_selector(kind, selector, template_meta);
+            t.selector = defaulted_selector(kind, selector, template_meta);
             declared
         }
     };
