@@ -478,11 +478,7 @@ fn pod_spec<'de>(
             }
             "affinity" => {
                 seen.first(2)?;
-                spec.affinity = if de.read_null() {
-                    None
-                } else {
-                    Some(api::affinity(de)?)
-                };
+                spec.affinity = opt(de, api::affinity)?;
             }
             "tolerations" => {
                 seen.first(3)?;
@@ -563,47 +559,55 @@ fn container(de: &mut Deserializer) -> Result<Container, Error> {
 /// A map of strings (labels, a node selector): a repeated key keeps its last value, as a
 /// `BTreeMap` does under serde.
 fn opt_string_map(de: &mut Deserializer) -> Result<Option<BTreeMap<String, String>>, Error> {
-    if de.read_null() {
-        return Ok(None);
-    }
-    let mut map = BTreeMap::new();
-    de.read_object(|de, key| {
-        map.insert(key.to_owned(), de.read_string()?);
-        Ok(())
-    })?;
-    Ok(Some(map))
+    opt(de, |de| {
+        let mut map = BTreeMap::new();
+        de.read_object(|de, key| {
+            map.insert(key.to_owned(), de.read_string()?);
+            Ok(())
+        })?;
+        Ok(map)
+    })
 }
 
 /// [`ObjectMeta::annotations`]: only this tool's own.
 fn own_annotations(de: &mut Deserializer) -> Result<Option<BTreeMap<String, String>>, Error> {
+    opt(de, |de| {
+        let mut own = BTreeMap::new();
+        de.read_object(|de, key| {
+            if key.starts_with(ANNOTATION_PREFIX) {
+                own.insert(key.to_owned(), de.read_string()?);
+                Ok(())
+            } else {
+                de.skip_value()
+            }
+        })?;
+        Ok(own)
+    })
+}
+
+/// `null` as `None`, else the value `read` reads, as serde reads an `Option<T>`.
+fn opt<'de, T>(
+    de: &mut Deserializer<'de>,
+    read: impl FnOnce(&mut Deserializer<'de>) -> Result<T, Error>,
+) -> Result<Option<T>, Error> {
     if de.read_null() {
         return Ok(None);
     }
-    let mut own = BTreeMap::new();
-    de.read_object(|de, key| {
-        if key.starts_with(ANNOTATION_PREFIX) {
-            own.insert(key.to_owned(), de.read_string()?);
-            Ok(())
-        } else {
-            de.skip_value()
-        }
-    })?;
-    Ok(Some(own))
+    read(de).map(Some)
 }
 
 fn opt_vec<'de, T>(
     de: &mut Deserializer<'de>,
     mut item: impl FnMut(&mut Deserializer<'de>) -> Result<T, Error>,
 ) -> Result<Option<Vec<T>>, Error> {
-    if de.read_null() {
-        return Ok(None);
-    }
-    let mut v = Vec::new();
-    de.read_array(|de| {
-        v.push(item(de)?);
-        Ok(())
-    })?;
-    Ok(Some(v))
+    opt(de, |de| {
+        let mut v = Vec::new();
+        de.read_array(|de| {
+            v.push(item(de)?);
+            Ok(())
+        })?;
+        Ok(v)
+    })
 }
 
 mod api;

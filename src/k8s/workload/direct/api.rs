@@ -12,19 +12,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use serde_json::Error;
 
-use super::{opt_string_map, opt_vec, Seen};
+use super::{opt, opt_string_map, opt_vec, Seen};
 use crate::k8s::ondemand::Deserializer;
-
-/// `null` as `None`, else the value `read` reads, as serde reads an `Option<T>`.
-fn opt<'de, T>(
-    de: &mut Deserializer<'de>,
-    read: impl FnOnce(&mut Deserializer<'de>) -> Result<T, Error>,
-) -> Result<Option<T>, Error> {
-    if de.read_null() {
-        return Ok(None);
-    }
-    read(de).map(Some)
-}
 
 fn opt_strings(de: &mut Deserializer) -> Result<Option<Vec<String>>, Error> {
     opt_vec(de, Deserializer::read_string)
