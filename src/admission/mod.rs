@@ -797,6 +797,47 @@ mod readers_agree {
         assert!(n > 20, "only {n} fixtures");
     }
 
+    /// The envelope's names are borrowed from the body when plain; escaped, they are read as
+    /// serde reads them, to the same answer.
+    #[test]
+    fn escaped_envelope_names_read_as_plain_ones() {
+        let (_, body) = fixtures()
+            .into_iter()
+            .find(|(n, _)| n.ends_with("/deployment-create-zone-anti-affinity.validate.json"))
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let plain = serde_json::to_string(&v).unwrap();
+        let edits = [
+            (
+                r#""kind":"AdmissionReview""#,
+                r#""kind":"AdmissionRevie\u0077""#,
+            ),
+            (r#""admission.k8s.io/v1""#, r#""admission.k8s.io\/v1""#),
+            (r#"{"group":"apps""#, r#"{"group":"app\u0073""#),
+            (r#""operation":"CREATE""#, r#""operation":"CRE\u0041TE""#),
+        ];
+        let want = review(plain.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap();
+        assert!(!want.allowed, "the fixture is a denial");
+        for (from, to) in edits {
+            assert!(plain.contains(from), "{from}");
+            let edited = plain.replacen(from, to, 1);
+            assert_eq!(agree(edited.as_bytes())[0], CASES, "{to}");
+            let got = review(edited.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap();
+            assert_eq!(got.body, want.body, "{to}");
+        }
+        let wrong = plain.replacen(
+            r#""kind":"AdmissionReview""#,
+            r#""kind":"Admissi\u006fn""#,
+            1,
+        );
+        assert_eq!(
+            review(wrong.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap_err(),
+            ReviewError::BadRequest(
+                "request body is not an AdmissionReview: kind is \"Admission\", expected \"AdmissionReview\"".into()
+            )
+        );
+    }
+
     /// What no rule reads of an UPDATE's old object (its metadata, containers, resources) and
     /// of the new object without the cluster (containers, resources) is checked for structure
     /// only: damaged there, a review is still answered as the reference answers it with those

@@ -12,10 +12,10 @@
 //! reference a read that fails is repeated with every object kept raw, so the error names the
 //! right field.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use kube::core::admission::Operation as KubeOperation;
-use kube::core::GroupVersionKind;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -34,6 +34,59 @@ pub(super) fn operation(op: &KubeOperation) -> Operation {
     }
 }
 
+/// A name in the envelope, borrowed from the body when it has no escapes (serde's
+/// `#[serde(borrow)] Cow<str>`): the review's kind and apiVersion, the request's kind and
+/// operation are only compared, and an owned copy of each cost an allocation.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Text<'a>(Cow<'a, str>);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Cow<'de, str>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(s))
+            }
+
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(s.to_owned()))
+            }
+
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(s))
+            }
+        }
+        d.deserialize_str(TextVisitor).map(Text)
+    }
+}
+
+/// kube-core's `GroupVersionKind` (all three required), borrowed.
+#[derive(Deserialize)]
+pub(super) struct Gvk<'a> {
+    #[serde(borrow)]
+    pub group: Text<'a>,
+    /// Required as kube-core requires it; no rule reads it.
+    #[serde(borrow)]
+    #[expect(dead_code)]
+    pub version: Text<'a>,
+    #[serde(borrow)]
+    pub kind: Text<'a>,
+}
+
 /// What a request's object is to us, decided from the request's kind, operation and subresource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Use {
@@ -46,7 +99,7 @@ pub(super) enum Use {
 }
 
 pub(super) fn use_of(
-    kind: &GroupVersionKind,
+    kind: &Gvk,
     op: Operation,
     sub_resource: Option<&str>,
     old: bool,
@@ -80,7 +133,7 @@ fn use_for(request: Option<RuleRequest>, old: bool, rules: &RuleSet) -> Use {
 /// The request as rules see it; `None` when no rule reads requests of this kind or for a
 /// subresource.
 fn rule_request(
-    kind: &GroupVersionKind,
+    kind: &Gvk,
     op: Operation,
     sub_resource: Option<&str>,
     phase: Phase,
@@ -89,12 +142,13 @@ fn rule_request(
     if sub_resource.is_some_and(|s| !s.is_empty()) {
         return None;
     }
-    let object =
-        if kind.group == crate::kruise::workloadspread::GROUP && kind.kind == "WorkloadSpread" {
-            ObjectKind::WorkloadSpread
-        } else {
-            ObjectKind::Template(Kind::from_group_kind(&kind.group, &kind.kind)?)
-        };
+    let object = if &*kind.group == crate::kruise::workloadspread::GROUP
+        && &*kind.kind == "WorkloadSpread"
+    {
+        ObjectKind::WorkloadSpread
+    } else {
+        ObjectKind::Template(Kind::from_group_kind(&kind.group, &kind.kind)?)
+    };
     Some(RuleRequest {
         phase,
         operation: op,
@@ -107,7 +161,7 @@ fn rule_request(
 /// as rules see it (`None` inside when no rule reads such a request) and the rules to ask.
 fn known<'r>(
     read: Read<'r>,
-    kind: &Option<GroupVersionKind>,
+    kind: &Option<Gvk>,
     op: &Option<KubeOperation>,
     sub_resource: &Option<Option<String>>,
 ) -> Option<(Option<RuleRequest>, &'r RuleSet)> {
@@ -134,7 +188,7 @@ fn known<'r>(
 /// applies reads it.
 fn user_needed(
     read: Read<'_>,
-    kind: &Option<GroupVersionKind>,
+    kind: &Option<Gvk>,
     op: &Option<KubeOperation>,
     sub_resource: &Option<Option<String>>,
 ) -> bool {
@@ -146,7 +200,7 @@ fn user_needed(
 /// kept raw and decided later.
 fn decide(
     read: Read<'_>,
-    kind: &Option<GroupVersionKind>,
+    kind: &Option<Gvk>,
     op: &Option<KubeOperation>,
     sub_resource: &Option<Option<String>>,
     old: bool,
@@ -217,7 +271,7 @@ impl<'de> Visitor<'de> for SlotSeed {
 /// [`SlotSeed`] (the reference) or are read by hand ([`direct_request`]).
 pub(super) struct Request<'de> {
     pub uid: String,
-    pub kind: GroupVersionKind,
+    pub kind: Gvk<'de>,
     pub sub_resource: Option<String>,
     pub name: String,
     pub namespace: Option<String>,
@@ -309,7 +363,7 @@ impl<'de> Visitor<'de> for RequestVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Request<'de>, A::Error> {
         let mut uid: Option<String> = None;
-        let mut kind: Option<GroupVersionKind> = None;
+        let mut kind: Option<Gvk<'de>> = None;
         let mut resource: Option<IgnoredAny> = None;
         let mut sub_resource: Option<Option<String>> = None;
         let mut request_kind: Option<IgnoredAny> = None;
@@ -403,8 +457,8 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
 
 /// The AdmissionReview around the request.
 pub(super) struct Review<'de> {
-    api_version: Option<String>,
-    kind: Option<String>,
+    api_version: Option<Text<'de>>,
+    kind: Option<Text<'de>>,
     pub request: Option<Request<'de>>,
 }
 
@@ -428,8 +482,8 @@ impl<'de> Visitor<'de> for ReviewVisitor<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Review<'de>, A::Error> {
-        let mut api_version: Option<Option<String>> = None;
-        let mut kind: Option<Option<String>> = None;
+        let mut api_version: Option<Option<Text<'de>>> = None;
+        let mut kind: Option<Option<Text<'de>>> = None;
         let mut request: Option<Option<Request<'de>>> = None;
         while let Some(field) = map.next_key::<ReviewField>()? {
             match field {
@@ -516,18 +570,18 @@ fn direct_review<'de>(
     de: &mut ondemand::Deserializer<'de>,
     read: Read<'_>,
 ) -> Result<Review<'de>, serde_json::Error> {
-    let mut api_version: Option<Option<String>> = None;
-    let mut kind: Option<Option<String>> = None;
+    let mut api_version: Option<Option<Text<'de>>> = None;
+    let mut kind: Option<Option<Text<'de>>> = None;
     let mut request: Option<Option<Request<'de>>> = None;
     de.read_object(|de, key| {
         match key {
             "apiVersion" => {
                 first(&api_version)?;
-                api_version = Some(de.read_opt_string()?);
+                api_version = Some(opt_text(de)?);
             }
             "kind" => {
                 first(&kind)?;
-                kind = Some(de.read_opt_string()?);
+                kind = Some(opt_text(de)?);
             }
             "request" => {
                 first(&request)?;
@@ -554,7 +608,7 @@ fn direct_request<'de>(
     read: Read<'_>,
 ) -> Result<Request<'de>, serde_json::Error> {
     let mut uid: Option<String> = None;
-    let mut kind: Option<GroupVersionKind> = None;
+    let mut kind: Option<Gvk<'de>> = None;
     let mut resource: Option<()> = None;
     let mut sub_resource: Option<Option<String>> = None;
     let mut request_kind: Option<()> = None;
@@ -602,7 +656,7 @@ fn direct_request<'de>(
             }
             "operation" => {
                 first(&op)?;
-                op = Some(match de.read_string()?.as_str() {
+                op = Some(match &*de.read_str()? {
                     "CREATE" => KubeOperation::Create,
                     "UPDATE" => KubeOperation::Update,
                     "DELETE" => KubeOperation::Delete,
@@ -686,8 +740,8 @@ fn direct_request<'de>(
     })
 }
 
-/// kube-core's `GroupVersionKind`: all three required.
-fn gvk(de: &mut ondemand::Deserializer) -> Result<GroupVersionKind, serde_json::Error> {
+/// [`Gvk`] by hand.
+fn gvk<'de>(de: &mut ondemand::Deserializer<'de>) -> Result<Gvk<'de>, serde_json::Error> {
     let (mut group, mut version, mut kind) = (None, None, None);
     de.read_object(|de, key| {
         let slot = match key {
@@ -697,14 +751,24 @@ fn gvk(de: &mut ondemand::Deserializer) -> Result<GroupVersionKind, serde_json::
             _ => return de.skip_value(),
         };
         first(slot)?;
-        *slot = Some(de.read_string()?);
+        *slot = Some(Text(de.read_str()?));
         Ok(())
     })?;
-    Ok(GroupVersionKind {
+    Ok(Gvk {
         group: group.ok_or_else(|| de::Error::missing_field("group"))?,
         version: version.ok_or_else(|| de::Error::missing_field("version"))?,
         kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
     })
+}
+
+/// `null` as `None`, else a [`Text`].
+fn opt_text<'de>(
+    de: &mut ondemand::Deserializer<'de>,
+) -> Result<Option<Text<'de>>, serde_json::Error> {
+    if de.read_null() {
+        return Ok(None);
+    }
+    de.read_str().map(|s| Some(Text(s)))
 }
 
 /// [`UserInfo`] by hand.
@@ -778,15 +842,17 @@ pub(super) fn parse_review<'de>(
         }
     })?;
     let kind = env.kind.unwrap_or_default();
-    if kind != "AdmissionReview" {
+    if &*kind != "AdmissionReview" {
         return Err(ReviewError::BadRequest(format!(
-            "request body is not an AdmissionReview: kind is {kind:?}, expected \"AdmissionReview\""
+            "request body is not an AdmissionReview: kind is {:?}, expected \"AdmissionReview\"",
+            &*kind
         )));
     }
     let api_version = env.api_version.unwrap_or_default();
-    if api_version != API_VERSION {
+    if &*api_version != API_VERSION {
         return Err(ReviewError::BadRequest(format!(
-            "unsupported AdmissionReview apiVersion {api_version:?}; this server speaks {API_VERSION:?} (set admissionReviewVersions: [v1])"
+            "unsupported AdmissionReview apiVersion {:?}; this server speaks {API_VERSION:?} (set admissionReviewVersions: [v1])",
+            &*api_version
         )));
     }
     let req = env

@@ -19,6 +19,7 @@
 //! result, and where only this reader accepts it, replacing each skipped value with `null` gives
 //! a body serde_json accepts with the same result.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::de::{self, DeserializeSeed, Error as _, Visitor};
@@ -338,6 +339,20 @@ impl<'de> Deserializer<'de> {
         match self.plain_string()? {
             Some(s) => Ok(s.to_owned()),
             None => self.delegate(|de| de::Deserialize::deserialize(de)),
+        }
+    }
+
+    /// A string, borrowed from the text when it has no escapes (as serde reads a
+    /// `#[serde(borrow)] Cow<str>`): names that are only compared cost no allocation.
+    pub fn read_str(&mut self) -> Result<Cow<'de, str>, Error> {
+        if self.peek() != Some(b'"') {
+            return Err(self.error("expected a string"));
+        }
+        match self.plain_string()? {
+            Some(s) => Ok(Cow::Borrowed(s)),
+            None => self
+                .delegate(|de| de::Deserialize::deserialize(de))
+                .map(Cow::Owned),
         }
     }
 
