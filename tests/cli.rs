@@ -605,9 +605,26 @@ fn check_walks_and_filters_like_a_linter() {
     std::fs::write(dir.join(".git/config.yaml"), "[core]\n").unwrap();
     std::fs::write(dir.join("vendor/zone.yaml"), &bad).unwrap();
     std::fs::write(dir.join("app.yaml"), &bad).unwrap();
+    // A FIFO named like a manifest is passed over: reading it would block the walk.
+    let fifo = dir.join("pipe.yaml");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    // Should it be read after all, a writer ends it, so the assertions fail instead of hanging.
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        let _ = std::fs::OpenOptions::new().write(true).open(fifo);
+    });
     let d = dir.to_str().unwrap();
     let r = run(&["check", "-o", "json", d], None);
     assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("pipe.yaml (not a regular file)"),
+        "{}",
+        r.stderr
+    );
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(
         v["summary"]["files"], 3,

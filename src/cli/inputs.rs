@@ -106,7 +106,15 @@ fn walk(
                 walk(&p, excludes, out, skipped)?;
             }
         } else if has_manifest_extension(&p) && !hidden {
-            out.push(p);
+            // A FIFO, socket or device named like a manifest would block the walk or never
+            // end; one that cannot be looked at is kept, to be reported unreadable.
+            match std::fs::metadata(&p) {
+                Ok(m) if !m.is_file() => skipped.push(Skipped {
+                    path: p,
+                    why: "not a regular file",
+                }),
+                _ => out.push(p),
+            }
         }
     }
     Ok(())

@@ -85,9 +85,19 @@ fn scalar_to_json(s: &Scalar) -> Value {
         Scalar::Null => Value::Null,
         Scalar::Boolean(b) => Value::Bool(*b),
         Scalar::Integer(i) => Value::from(*i),
-        Scalar::FloatingPoint(f) => serde_json::Number::from_f64(f.into_inner())
-            .map(Value::Number)
-            .unwrap_or(Value::Null),
+        Scalar::FloatingPoint(f) => {
+            let f = f.into_inner();
+            // kubectl takes YAML numbers through Go's float64 and json.Marshal, which writes an
+            // integral value below 1e21 without a fraction: `1.0` and `1e3` reach the apiserver
+            // as `1` and `1000`, which integer fields accept.
+            if f.fract() == 0.0 && (i64::MIN as f64..-(i64::MIN as f64)).contains(&f) {
+                Value::from(f as i64)
+            } else {
+                serde_json::Number::from_f64(f)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null)
+            }
+        }
         Scalar::String(s) => Value::String(s.to_string()),
     }
 }
@@ -353,7 +363,7 @@ pub fn parse_document_at(doc: &str, offset: usize) -> Result<Vec<Object>, Syntax
 }
 
 /// One document (or a file of several, as it is also used); `kind: List` documents are
-/// expanded into their items. Empty documents (a lone `---`, comments only) are dropped. Each object's positions are
+/// expanded into their items, and lists among those into theirs. Empty documents (a lone `---`, comments only) are dropped. Each object's positions are
 /// collected while it is read, so reading a List is linear in its size.
 fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
     let docs = MarkedYaml::load_from_str(text).map_err(|e| {
@@ -381,11 +391,18 @@ fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
         }
         Ok(())
     };
-    for doc in &docs {
-        match list_items(doc) {
-            Some(items) => items.iter().try_for_each(&mut read)?,
-            None => read(doc)?,
+    // Lists inside lists are expanded too, as kubectl's FlattenListVisitor does.
+    fn flatten(
+        node: &MarkedYaml,
+        read: &mut impl FnMut(&MarkedYaml) -> Result<(), SyntaxError>,
+    ) -> Result<(), SyntaxError> {
+        match list_items(node) {
+            Some(items) => items.iter().try_for_each(|i| flatten(i, read)),
+            None => read(node),
         }
+    }
+    for doc in &docs {
+        flatten(doc, &mut read)?;
     }
     Ok(out)
 }
@@ -442,9 +459,31 @@ mod tests {
     }
 
     #[test]
+    fn lists_inside_lists_are_expanded() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items:\n  - apiVersion: v1\n    kind: Pod\n    metadata: {name: inner}\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: outer}\n";
+        let objs = parse(text).unwrap();
+        let names: Vec<_> = objs
+            .iter()
+            .map(|o| o.value["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["inner", "outer"]);
+        assert_eq!(
+            objs[0].position(&FieldPath::new("metadata.name")).line,
+            9,
+            "positions stay those of the file"
+        );
+    }
+
+    #[test]
     fn scalars_follow_yaml_core_schema() {
-        let objs = parse("a: 1\nb: true\nc: '1'\nd: null\ne: 1.5\nf: on\n").unwrap();
+        let objs =
+            parse("a: 1\nb: true\nc: '1'\nd: null\ne: 1.5\nf: on\ng: 1.0\nh: 1e3\ni: -2.0\n")
+                .unwrap();
         let v = &objs[0].value;
+        // Integral floats as kubectl sends them (Go's json.Marshal of a float64).
+        assert_eq!(v["g"], serde_json::json!(1));
+        assert_eq!(v["h"], serde_json::json!(1000));
+        assert_eq!(v["i"], serde_json::json!(-2));
         assert_eq!(v["a"], 1);
         assert_eq!(v["b"], true);
         assert_eq!(v["c"], "1");

@@ -45,12 +45,22 @@ pub struct LoadError {
 impl RuleSet {
     /// Parses a rule file. `origin` names it in errors (a path, or `<defaults>`).
     pub fn from_yaml(origin: &str, text: &str) -> Result<RuleSet, LoadError> {
-        // A file with nothing in it means every default.
+        // A file with nothing in it is refused, not taken for every default: it is more often a
+        // failed templating step or a file caught half-written than a policy (a server
+        // reloading it keeps the rules in force).
         if text
             .lines()
             .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#') || l.trim() == "---")
         {
-            return Ok(RuleSet::default());
+            return Err(LoadError {
+                origin: origin.to_string(),
+                line: 1,
+                column: 1,
+                field: String::new(),
+                message: format!(
+                    "Required value: the rule file is empty; a rule file needs at least `apiVersion: {API_VERSION}` and `kind: {KIND}` (those two lines alone mean every default)"
+                ),
+            });
         }
         let mut path = String::new();
         let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
@@ -185,13 +195,19 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_rule_file_means_the_defaults() {
+    fn an_empty_rule_file_is_refused_and_the_header_alone_means_the_defaults() {
         for text in ["", "\n# just a comment\n", "---\n"] {
+            let e = RuleSet::from_yaml("r.yaml", text).unwrap_err();
             assert_eq!(
-                RuleSet::from_yaml("r.yaml", text).unwrap(),
-                RuleSet::default()
+                e.to_string(),
+                "r.yaml:1:1: Required value: the rule file is empty; a rule file needs at least `apiVersion: placement-guard.io/v1alpha1` and `kind: RuleSet` (those two lines alone mean every default)"
             );
         }
+        let header = "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\n";
+        assert_eq!(
+            RuleSet::from_yaml("r.yaml", header).unwrap(),
+            RuleSet::default()
+        );
     }
 
     /// The values named for a value of the wrong shape are the ones the types accept.
