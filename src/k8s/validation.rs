@@ -183,12 +183,12 @@ pub fn validate_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldErro
                 p.child("values"),
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             )),
-            "Gt" | "Lt" if values.len() != 1 || values[0].parse::<i64>().is_err() => {
-                out.push(FieldError::required(
-                    p.child("values"),
-                    "must be specified single value when `operator` is 'Lt' or 'Gt'",
-                ))
-            }
+            // Only the count: the value is read as an integer when matching (a value that is
+            // not one matches no node), not when validating.
+            "Gt" | "Lt" if values.len() != 1 => out.push(FieldError::required(
+                p.child("values"),
+                "must be specified single value when `operator` is 'Lt' or 'Gt'",
+            )),
             "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
             other => out.push(FieldError::not_supported(
                 p.child("operator"),
@@ -302,6 +302,37 @@ mod tests {
         for (bad, want) in cases {
             let errs = qualified_name_errors(bad);
             assert!(errs.iter().any(|e| e.starts_with(want)), "{bad}: {errs:?}");
+        }
+    }
+
+    /// `ValidateNodeSelectorRequirement`: Gt and Lt need exactly one value, whatever it is.
+    #[test]
+    fn node_selector_requirements() {
+        use k8s_openapi::api::core::v1::NodeSelectorRequirement;
+        let cases: [(&str, &[&str], &[&str]); 8] = [
+            ("In", &[], &["spec.t.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"]),
+            ("In", &["a"], &[]),
+            ("Exists", &["a"], &["spec.t.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"]),
+            ("Gt", &["5"], &[]),
+            ("Gt", &["x"], &[]),
+            ("Lt", &[" 5"], &[]),
+            ("Lt", &["1", "2"], &["spec.t.matchExpressions[0].values: Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"]),
+            ("Near", &[], &["spec.t.matchExpressions[0].operator: Unsupported value: \"Near\": supported values: \"DoesNotExist\", \"Exists\", \"Gt\", \"In\", \"Lt\", \"NotIn\""]),
+        ];
+        for (op, values, want) in cases {
+            let term = NodeSelectorTerm {
+                match_expressions: Some(vec![NodeSelectorRequirement {
+                    key: "cpu".into(),
+                    operator: op.into(),
+                    values: Some(values.iter().map(|v| v.to_string()).collect()),
+                }]),
+                match_fields: None,
+            };
+            let got: Vec<String> = validate_term(&term, &FieldPath::new("spec.t"))
+                .iter()
+                .map(|e| e.to_string())
+                .collect();
+            assert_eq!(got, want, "{op} {values:?}");
         }
     }
 
