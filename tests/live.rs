@@ -162,6 +162,39 @@ fn explain_and_audit_against_a_live_cluster() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(feasible(&r), vec!["node-a", "node-b"]);
     assert!(r.stderr.contains("bound to node-a"), "{}", r.stderr);
+    // A live pod placed on a dump's nodes: said so, since the two clusters may differ.
+    let dump = std::env::temp_dir().join(format!("pg-live-dump-{}.json", std::process::id()));
+    std::fs::write(
+        &dump,
+        json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-z"},
+             "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let r = pg(
+        &admin,
+        &[
+            "explain",
+            "--pod",
+            "wants-one-cpu",
+            "--cluster",
+            dump.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    );
+    let _ = std::fs::remove_file(&dump);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(feasible(&r), vec!["node-z"]);
+    assert!(
+        r.stderr
+            .contains("pod shop/wants-one-cpu (Pending) (read from the API server at https://")
+            && r.stderr
+                .contains("placed on the nodes of the --cluster dump, not that cluster's)"),
+        "{}",
+        r.stderr
+    );
     // A workload's template that no node can run: exit 1, the scheduler's words.
     let r = pg(&admin, &["explain", "--pod", "deploy/web"]);
     assert_eq!(r.code, 1, "{}", r.stderr);

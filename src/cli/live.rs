@@ -130,6 +130,7 @@ pub fn explain(
     runtime()?.block_on(async {
         let conn = live::connect(&args.connect()).await.map_err(|e| e.0)?;
         let ns = namespace.unwrap_or(&conn.namespace).to_string();
+        let source_is_live = matches!(source, PodSource::Live(..));
         let target = match source {
             PodSource::File(path) => {
                 let objs = super::read_objects(&path.to_path_buf())?;
@@ -168,7 +169,15 @@ pub fn explain(
             }
             _ => filter::evaluate(cluster, &target.template, &target.namespace),
         };
-        Ok((results, target.description))
+        // With a dump, the cluster the pod came from may not be the one it is placed in: say so.
+        let description = match (dump, source_is_live) {
+            (Some(_), true) => format!(
+                "{} (read from the API server at {}; placed on the nodes of the --cluster dump, not that cluster's)",
+                target.description, conn.server
+            ),
+            _ => target.description,
+        };
+        Ok((results, description))
     })
 }
 

@@ -218,7 +218,8 @@ pub enum Command {
         cluster: Option<PathBuf>,
         /// A Pod or workload: a manifest file, or in the live cluster NAME (a pod), pod/NAME,
         /// deployment/NAME, sts/NAME, ... A live pod already bound is placed again, without
-        /// itself.
+        /// itself. With --cluster, a NAME is still read from the live cluster, and placed on the
+        /// dump's nodes.
         #[arg(
             long,
             required_unless_present = "workloadspread",
