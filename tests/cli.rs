@@ -413,6 +413,24 @@ fn explain_prints_the_schedulers_verdict() {
         "{}",
         r.stderr
     );
+    // A directory is not taken for a missing file.
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            &format!("{dir}/cluster.yaml"),
+            "--pod",
+            dir,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("is a directory; --pod takes one manifest file"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -23,22 +23,59 @@ pub fn cluster_from(input: impl std::io::Read + Send) -> Result<Cluster, Explain
         .map_err(ExplainError)
 }
 
-/// The pod to place: a Pod, or the pod template of a workload.
+/// The pod to place: a Pod, or the pod template of a workload, the one such object of the file
+/// (a Service or a ConfigMap beside it is passed over; several are refused, each named, rather
+/// than one explained in silence).
 pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainError> {
-    let o = objects
-        .first()
-        .ok_or_else(|| ExplainError("no object in the pod file".into()))?;
-    let v = &o.value;
-    let (api, kind) = (
-        v["apiVersion"].as_str().unwrap_or(""),
-        v["kind"].as_str().unwrap_or(""),
-    );
-    let k = Kind::from_api_version(api, kind).ok_or_else(|| {
-        ExplainError(format!(
-            "{api}/{kind} is not a Pod or a workload with a pod template"
-        ))
-    })?;
-    let t = workload::parse_value(k, v).map_err(|e| ExplainError(e.to_string()))?;
+    let type_of = |o: &Object| {
+        let v = &o.value;
+        (
+            v["apiVersion"].as_str().unwrap_or("").to_string(),
+            v["kind"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    let placeable: Vec<(&Object, Kind)> = objects
+        .iter()
+        .filter_map(|o| {
+            let (api, kind) = type_of(o);
+            Kind::from_api_version(&api, &kind).map(|k| (o, k))
+        })
+        .collect();
+    let (o, k) = match placeable.as_slice() {
+        [one] => *one,
+        [] => {
+            let first = objects
+                .first()
+                .ok_or_else(|| ExplainError("no object in the pod file".into()))?;
+            let (api, kind) = type_of(first);
+            let others = if objects.len() > 1 {
+                " (nor is anything else in the file)"
+            } else {
+                ""
+            };
+            return Err(ExplainError(format!(
+                "{api}/{kind} is not a Pod or a workload with a pod template{others}"
+            )));
+        }
+        several => {
+            let names: Vec<String> = several
+                .iter()
+                .map(|(o, k)| {
+                    format!(
+                        "{}/{}",
+                        k.name(),
+                        o.value["metadata"]["name"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            return Err(ExplainError(format!(
+                "{} objects with a pod template ({}); explain places one: give a file with only the one to place",
+                several.len(),
+                names.join(", ")
+            )));
+        }
+    };
+    let t = workload::parse_value(k, &o.value).map_err(|e| ExplainError(e.to_string()))?;
     let ns = t
         .meta
         .namespace
@@ -357,6 +394,24 @@ spec:
         assert_eq!(
             err.0,
             "v1/Service is not a Pod or a workload with a pod template"
+        );
+        // A Service beside the workload is passed over; two workloads are refused, named.
+        let service = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\n";
+        let (pod, _) = pod_from(&manifest::parse(&format!("{service}{POD}")).unwrap()).unwrap();
+        assert_eq!(pod.kind, Kind::Deployment);
+        let two = format!("{POD}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\n");
+        let err = pod_from(&manifest::parse(&two).unwrap()).unwrap_err();
+        assert_eq!(
+            err.0,
+            "2 objects with a pod template (Deployment/web, Pod/p); explain places one: give a file with only the one to place"
+        );
+        let err = pod_from(
+            &manifest::parse(&format!("{service}apiVersion: v1\nkind: ConfigMap\n")).unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.0,
+            "v1/Service is not a Pod or a workload with a pod template (nor is anything else in the file)"
         );
     }
 }

@@ -66,6 +66,11 @@ pub fn pod_source(arg: &str) -> Result<PodSource<'_>, String> {
     if path.is_file() {
         return Ok(PodSource::File(path));
     }
+    if path.is_dir() {
+        return Err(format!(
+            "{arg:?} is a directory; --pod takes one manifest file, or a pod or workload reference"
+        ));
+    }
     let looks_like_file = [".yaml", ".yml", ".json"].iter().any(|e| arg.ends_with(e));
     match live::parse_ref(arg) {
         Some((kind, name)) if !looks_like_file => Ok(PodSource::Live(kind, name)),
