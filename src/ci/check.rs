@@ -229,9 +229,12 @@ impl Checker {
         if let Err(e) = read {
             self.report.diagnostics.push(Diagnostic::file_level(
                 file,
-                manifest::Pos { line: 1, column: 1 },
+                manifest::Pos {
+                    line: e.line,
+                    column: e.column,
+                },
                 RULE_UNREADABLE,
-                e,
+                e.message,
             ));
         }
     }
@@ -476,7 +479,8 @@ impl Found<'_> {
         message: String,
         hint: Option<String>,
     ) -> Diagnostic {
-        let pos = self.obj.position(path);
+        let written = crate::kruise::workloadspread::written_path(path);
+        let pos = self.obj.position(written.as_ref().unwrap_or(path));
         Diagnostic {
             file: self.file.to_string(),
             line: pos.line,

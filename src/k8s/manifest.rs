@@ -290,30 +290,48 @@ pub fn documents(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
+/// Why a stream could not be read, and where (1-based; a read error is placed at the start of
+/// the line it interrupted).
+#[derive(Debug, PartialEq)]
+pub struct ReadError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
 /// The documents of a stream, read a line at a time: only one document's text is held. Input
-/// that is not UTF-8 is an error.
+/// that is not UTF-8 is an error at the first byte that is not.
 pub fn read_documents(
     mut r: impl std::io::BufRead,
     mut each: impl FnMut(usize, &str),
-) -> Result<(), String> {
+) -> Result<(), ReadError> {
     let mut cutter = Cutter::default();
-    let (mut doc, mut line) = (String::new(), String::new());
+    let (mut doc, mut bytes) = (String::new(), Vec::new());
     let (mut start_line, mut n) = (0, 0);
     loop {
-        line.clear();
-        let read = r.read_line(&mut line).map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidData => format!("not UTF-8 text (line {})", n + 1),
-            _ => format!("cannot read: {e}"),
+        bytes.clear();
+        let read = r.read_until(b'\n', &mut bytes).map_err(|e| ReadError {
+            line: n + 1,
+            column: 1,
+            message: format!("cannot read: {e}"),
         })?;
         if read == 0 {
             break;
         }
-        if cutter.cut_before(&line) {
+        let line = std::str::from_utf8(&bytes).map_err(|e| ReadError {
+            line: n + 1,
+            column: String::from_utf8_lossy(&bytes[..e.valid_up_to()])
+                .chars()
+                .count()
+                + 1,
+            message: "not UTF-8 text".to_string(),
+        })?;
+        if cutter.cut_before(line) {
             each(start_line, &doc);
             doc.clear();
             start_line = n;
         }
-        doc.push_str(&line);
+        doc.push_str(line);
         n += 1;
     }
     if !doc.is_empty() {
@@ -531,8 +549,12 @@ mod tests {
         let want: Vec<(usize, String)> = docs.iter().map(|(n, d)| (*n, d.to_string())).collect();
         assert_eq!(streamed, want);
         assert_eq!(
-            read_documents(&b"a: 1\n\xff\n"[..], |_, _| {}).unwrap_err(),
-            "not UTF-8 text (line 2)"
+            read_documents(&b"a: 1\nb: \xc3\xa9\xff\n"[..], |_, _| {}).unwrap_err(),
+            ReadError {
+                line: 2,
+                column: 5,
+                message: "not UTF-8 text".into()
+            }
         );
         // ("----" is not a marker; as YAML that line would be an error.)
         let objs = parse(&text.replace("----\n", "")).unwrap();

@@ -52,6 +52,16 @@ pub struct Names {
     pub preferred: &'static str,
 }
 
+/// Where a field an error names is written in the object: v1alpha1's preferred terms are
+/// `preferredNodeSelectorTerms` in YAML, `preferredSchedulingTerms` in Kruise's (and our) errors.
+/// `None` when the path names the field as written.
+pub fn written_path(path: &FieldPath) -> Option<FieldPath> {
+    let shown = path.to_string();
+    shown.contains(".preferredSchedulingTerms").then(|| {
+        FieldPath::parse(&shown.replace(".preferredSchedulingTerms", ".preferredNodeSelectorTerms"))
+    })
+}
+
 pub fn names(api_version: &str) -> Names {
     if api_version.ends_with("/v1beta1") {
         Names {

@@ -278,13 +278,13 @@ fn streams_are_read_a_document_at_a_time() {
     c.check_reader("f.yaml", &bytes[..]);
     let r = c.finish();
     assert_eq!(r.objects, 1);
-    let bad: Vec<(&str, &str)> = r
+    let bad: Vec<(&str, usize, usize, &str)> = r
         .diagnostics
         .iter()
         .filter(|d| d.rule == "unreadable")
-        .map(|d| (d.file.as_str(), d.message.as_str()))
+        .map(|d| (d.file.as_str(), d.line, d.column, d.message.as_str()))
         .collect();
-    assert_eq!(bad, vec![("f.yaml", "not UTF-8 text (line 7)")]);
+    assert_eq!(bad, vec![("f.yaml", 7, 18, "not UTF-8 text")]);
 }
 
 /// A spill that counts what goes through it.
@@ -396,4 +396,38 @@ fn check_describes_the_patch_the_webhook_only_sends() {
         ("", &None)
     );
     assert_eq!(v.patch_ops().unwrap().len(), 1);
+}
+
+/// Kruise's errors name v1alpha1's `preferredNodeSelectorTerms` `preferredSchedulingTerms`; the
+/// finding still points at the field as written.
+#[test]
+fn workloadspread_findings_point_at_the_field_as_written() {
+    let text = "apiVersion: apps.kruise.io/v1alpha1
+kind: WorkloadSpread
+metadata: {name: ws, namespace: default}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  subsets:
+  - name: a
+    preferredNodeSelectorTerms:
+    - {weight: 101, preference: {matchExpressions: [{key: zone, operator: Exists}]}}
+";
+    let mut rules = RuleSet::default();
+    rules.spec.workload_spread.enabled = true;
+    let mut c = Checker::new(&rules);
+    c.check_text("ws.yaml", text);
+    let found: Vec<(usize, usize, String)> = c
+        .finish()
+        .diagnostics
+        .iter()
+        .map(|d| (d.line, d.column, d.path.clone()))
+        .collect();
+    assert!(
+        found.contains(&(
+            9,
+            8,
+            "spec.subsets[0].preferredSchedulingTerms[0].weight".to_string()
+        )),
+        "{found:?}"
+    );
 }
