@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::RuleSpec;
+use crate::k8s::fieldpath::FieldPath;
 
 pub const API_VERSION: &str = "placement-guard.io/v1alpha1";
 pub const KIND: &str = "RuleSet";
@@ -73,17 +74,33 @@ impl RuleSet {
             Ok(r) => r,
             Err(e) => {
                 let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+                let bare = bare_message(&e.to_string());
+                // The parser's words for a repeated key name its own option; say it as the
+                // apiserver would, at the mapping that holds the key.
+                let duplicate = bare
+                    .strip_prefix("duplicate mapping key: ")
+                    .map(|rest| rest.split(',').next().unwrap_or(rest).trim().to_string());
+                let path = match &duplicate {
+                    Some(_) => path.trim_end_matches(".?").to_string(),
+                    None => path,
+                };
                 let field = if path.is_empty() || path == "." {
                     String::new()
                 } else {
                     format!("{path}: ")
+                };
+                let message = match duplicate {
+                    Some(key) => {
+                        format!("Duplicate value: {key:?}: a key may appear once in a mapping")
+                    }
+                    None => plain_message(&path, &bare),
                 };
                 return Err(LoadError {
                     origin: origin.to_string(),
                     line,
                     column,
                     field: field.replace(".?", " (a key that is not a string)"),
-                    message: plain_message(&path, &bare_message(&e.to_string())),
+                    message,
                 });
             }
         };
@@ -93,20 +110,26 @@ impl RuleSet {
 
     /// Checks what the types alone cannot.
     fn check(&self, origin: &str, text: &str) -> Result<(), LoadError> {
-        let at = |key: &str, field: &str, message: String| {
-            let (line, column) = find_key(text, key);
+        // Positions from the manifest reader, which records each key's (the text parsed above).
+        let positioned = crate::k8s::manifest::parse(text)
+            .ok()
+            .and_then(|o| o.into_iter().next());
+        let at = |path: &FieldPath, message: String| {
+            let (line, column) = positioned.as_ref().map_or((1, 1), |o| {
+                let p = o.position(path);
+                (p.line as u64, p.column as u64)
+            });
             LoadError {
                 origin: origin.to_string(),
                 line,
                 column,
-                field: format!("{field}: "),
+                field: format!("{path}: "),
                 message,
             }
         };
         if self.api_version != API_VERSION {
             return Err(at(
-                "apiVersion",
-                "apiVersion",
+                &FieldPath::new("apiVersion"),
                 format!(
                     "Unsupported value: {:?}: supported values: {API_VERSION:?}",
                     self.api_version
@@ -115,8 +138,7 @@ impl RuleSet {
         }
         if self.kind != KIND {
             return Err(at(
-                "kind",
-                "kind",
+                &FieldPath::new("kind"),
                 format!(
                     "Unsupported value: {:?}: supported values: {KIND:?}",
                     self.kind
@@ -124,8 +146,7 @@ impl RuleSet {
             ));
         }
         if let Some(e) = self.spec.check().into_iter().next() {
-            let key = e.path.anchor_field().unwrap_or("spec");
-            return Err(at(key, &e.path.to_string(), e.body()));
+            return Err(at(&e.path, e.body()));
         }
         Ok(())
     }
@@ -171,17 +192,6 @@ fn plain_message(path: &str, message: &str) -> String {
         "expected sequence start" => "expected a list".to_string(),
         other => other.to_string(),
     }
-}
-
-/// Line and column (1-based) of the first `key:` in a YAML text, for errors found after parsing.
-fn find_key(text: &str, key: &str) -> (u64, u64) {
-    let needle = format!("{key}:");
-    for (i, line) in text.lines().enumerate() {
-        if let Some(col) = line.find(&needle) {
-            return (i as u64 + 1, col as u64 + 1);
-        }
-    }
-    (1, 1)
 }
 
 #[cfg(test)]
@@ -292,7 +302,7 @@ mod tests {
             ),
             (
                 format!("{head}    allowedUsers: [\"\"]\n"),
-                "r.yaml:5:5: spec.mutableDirectives.allowedUsers[0]: Invalid value: must be a user name or group:NAME",
+                "r.yaml:5:20: spec.mutableDirectives.allowedUsers[0]: Invalid value: must be a user name or group:NAME",
             ),
             (
                 "apiVersion: v1\nkind: RuleSet\n".to_string(),
@@ -309,7 +319,7 @@ mod tests {
             ),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - {maxSkew: 0, topologyKey: zone, whenUnsatisfiable: Never}\n".to_string(),
-                "r.yaml:6:7: spec.topologySpread.defaults.constraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+                "r.yaml:7:10: spec.topologySpread.defaults.constraints[0].maxSkew: Invalid value: 0: must be greater than zero",
             ),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {}}\n".to_string(),
@@ -321,7 +331,11 @@ mod tests {
             ),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    allowedTopologyKeys: [\"\"]\n".to_string(),
-                r#"r.yaml:5:5: spec.hardAntiAffinity.allowedTopologyKeys[0]: Invalid value: "": a topology key may not be empty"#,
+                r#"r.yaml:5:27: spec.hardAntiAffinity.allowedTopologyKeys[0]: Invalid value: "": a topology key may not be empty"#,
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    exemptNamespaces: [a]\n    exemptNamespaces: [b]\n".to_string(),
+                r#"r.yaml:6:5: spec.hardAntiAffinity: Duplicate value: "exemptNamespaces": a key may appear once in a mapping"#,
             ),
         ];
         for (text, want) in cases {

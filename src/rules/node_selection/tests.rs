@@ -283,23 +283,23 @@ fn rule_file_errors_name_the_field() {
     let cases = [
         (
             "    - {name: a, forbiddenNodes: [{matchExpressions: [{key: k, operator: Exists}]}]}\n",
-            "r.yaml:5:5: spec.nodeSelection.policies[0].namespaces: Required value: the namespaces (names or globs such as \"team-*\") this policy applies to",
+            "r.yaml:6:7: spec.nodeSelection.policies[0].namespaces: Required value: the namespaces (names or globs such as \"team-*\") this policy applies to",
         ),
         (
             "    - {name: a, namespaceSelector: {matchLabels: {tenant: \"true\"}}, allowedTolerations: []}\n",
-            "r.yaml:5:5: spec.nodeSelection.policies[0].namespaceSelector: Forbidden: namespace labels need the live cluster's namespaces (serve --cluster-aware), which this version does not read yet; list the namespaces by name or glob",
+            "r.yaml:6:17: spec.nodeSelection.policies[0].namespaceSelector: Forbidden: namespace labels need the live cluster's namespaces (serve --cluster-aware), which this version does not read yet; list the namespaces by name or glob",
         ),
         (
             "    - {name: a, namespaces: [x]}\n",
-            "r.yaml:5:5: spec.nodeSelection.policies[0]: Required value: at least one of forbiddenNodes, requiredNodes, allowedTolerations",
+            "r.yaml:6:7: spec.nodeSelection.policies[0]: Required value: at least one of forbiddenNodes, requiredNodes, allowedTolerations",
         ),
         (
             "    - {name: a, namespaces: [x], requiredNodes: [{matchExpressions: [{key: k, operator: In}]}]}\n",
-            "r.yaml:5:5: spec.nodeSelection.policies[0].requiredNodes[0].matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+            "r.yaml:6:70: spec.nodeSelection.policies[0].requiredNodes[0].matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
         ),
         (
             "    - {name: a, namespaces: [x], allowedTolerations: []}\n    - {name: a, namespaces: [y], allowedTolerations: []}\n",
-            "r.yaml:5:5: spec.nodeSelection.policies[1].name: Duplicate value: \"a\"",
+            "r.yaml:7:8: spec.nodeSelection.policies[1].name: Duplicate value: \"a\"",
         ),
     ];
     for (policy, want) in cases {
