@@ -1,6 +1,7 @@
 //! The one place that knows where each kind keeps its pod template. Rules, the server and the
 //! CLI ask this module for a [`PodTemplate`] and never navigate workload objects themselves.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -194,7 +195,40 @@ impl PodTemplate {
     pub fn spec_path(&self) -> FieldPath {
         self.kind.pod_spec_path()
     }
+
+    /// The labels the pods will carry. When kube-apiserver generates a Job's selector (no
+    /// `manualSelector`: a manifest then has no selector, since the apiserver refuses one written
+    /// without it), it adds `batch.kubernetes.io/job-name` and `job-name` (the Job's name) and
+    /// the two controller-uid labels to the template; a CronJob's Jobs get them too, under
+    /// generated names. A manifest lacks them, a webhook already sees them (kept as they are).
+    /// A value not known before the Job exists is [`GENERATED`], which no selector can name.
+    pub fn pod_labels(&self) -> Cow<'_, BTreeMap<String, String>> {
+        let labels = self.template_meta().labels();
+        let job_name = match self.kind {
+            Kind::Job => self.meta.name.as_deref().filter(|n| !n.is_empty()),
+            Kind::CronJob => None,
+            _ => return Cow::Borrowed(labels),
+        };
+        if self.selector.is_some() {
+            return Cow::Borrowed(labels);
+        }
+        let mut with = labels.clone();
+        for (key, value) in [
+            ("batch.kubernetes.io/job-name", job_name),
+            ("job-name", job_name),
+            ("batch.kubernetes.io/controller-uid", None),
+            ("controller-uid", None),
+        ] {
+            with.entry(key.to_string())
+                .or_insert_with(|| value.unwrap_or(GENERATED).to_string());
+        }
+        Cow::Owned(with)
+    }
 }
+
+/// A label value assigned when the object is created (a Job's uid, a CronJob's Job's name); not
+/// a valid label value, so no valid selector requires it.
+pub const GENERATED: &str = "<generated>";
 
 /// A failure to read an object, with the JSON path where it happened.
 #[derive(Debug, thiserror::Error)]

@@ -491,7 +491,9 @@ fn describe_labels(labels: &BTreeMap<String, String>) -> String {
 /// Mistakes the apiserver accepts but that make a constraint spread nothing.
 pub fn warnings(t: &PodTemplate) -> Vec<FieldError> {
     let path = t.spec_path().child("topologySpreadConstraints");
-    let labels = t.template_meta().labels();
+    let labels = t.pod_labels();
+    let labels = labels.as_ref();
+    let written = t.template_meta().labels();
     let mut out = Vec::new();
     for (i, c) in t.spec.spread_constraints().iter().enumerate() {
         let p = path.index(i).child("labelSelector");
@@ -509,8 +511,13 @@ pub fn warnings(t: &PodTemplate) -> Vec<FieldError> {
                 p,
                 serde_json::to_value(sel).unwrap_or(Value::Null),
                 format!(
-                    "does not match the pod's own labels ({}), so the pod is not counted by its own constraint and the spread drifts",
-                    describe_labels(labels)
+                    "does not match the pod's own labels ({}{}), so the pod is not counted by its own constraint and the spread drifts",
+                    describe_labels(written),
+                    if labels.len() > written.len() {
+                        "; and the job-name and controller-uid labels the apiserver adds"
+                    } else {
+                        ""
+                    }
                 ),
             ))
             }

@@ -171,6 +171,54 @@ fn warnings_for_constraints_that_spread_nothing() {
     );
 }
 
+/// A Job's pods carry the labels the apiserver adds when it generates the selector, so a
+/// constraint selecting them is not said to miss the pod; a CronJob's Jobs are named at run
+/// time, so only `Exists` can select by name.
+#[test]
+fn job_labels_the_apiserver_adds_count_as_the_pods_own() {
+    let spread = |sel: Value| {
+        json!({"template": {"spec": {"topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "host", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel}]}}})
+    };
+    let by_name = json!({"matchLabels": {"batch.kubernetes.io/job-name": "train"}});
+    let exists = json!({"matchExpressions": [{"key": "batch.kubernetes.io/controller-uid", "operator": "Exists"}]});
+    let job = |sel: &Value, extra: Value| {
+        let mut spec = spread(sel.clone());
+        if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+            s.extend(e.clone());
+        }
+        json!({"kind": "Job", "metadata": {"name": "train"}, "spec": spec})
+    };
+    let cron = |sel: &Value| json!({"kind": "CronJob", "metadata": {"name": "train"}, "spec": {"jobTemplate": {"spec": spread(sel.clone())}}});
+    let other = json!({"matchLabels": {"job-name": "other"}});
+    let cases: [(Kind, Value, usize); 7] = [
+        (Kind::Job, job(&by_name, json!({})), 0),
+        (Kind::Job, job(&exists, json!({})), 0),
+        (Kind::Job, job(&other, json!({})), 1),
+        // A selector written by hand (manualSelector): the apiserver adds no label.
+        (
+            Kind::Job,
+            job(
+                &by_name,
+                json!({"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}),
+            ),
+            1,
+        ),
+        (Kind::CronJob, cron(&exists), 0),
+        (Kind::CronJob, cron(&by_name), 1),
+        (
+            Kind::Deployment,
+            json!({"kind": "Deployment", "metadata": {"name": "train"}, "spec": spread(by_name.clone())}),
+            1,
+        ),
+    ];
+    for (kind, v, want) in cases {
+        let t = parse_value(kind, &v).unwrap();
+        let got = warnings(&t);
+        assert_eq!(got.len(), want, "{v}: {got:?}");
+    }
+}
+
 fn run(
     phase: Phase,
     op: Operation,
