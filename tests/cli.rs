@@ -318,6 +318,21 @@ fn test_command_passes_on_the_project_suites() {
     );
     assert_eq!(r.code, 0, "{}", r.stdout);
     assert!(r.stdout.ends_with("2 passed, 0 failed\n"), "{}", r.stdout);
+    // A filter that matches nothing fails, rather than passing with nothing run.
+    let r = run(
+        &[
+            "test",
+            "--filter",
+            "no-such-case",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/suites"),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert_eq!(
+        r.stderr,
+        "placement-guard: no test case matched --filter \"no-such-case\"\n"
+    );
 }
 
 #[test]

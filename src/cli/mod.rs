@@ -754,6 +754,12 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
     outln!("{passed} passed, {failed} failed");
     if failed > 0 {
         ExitCode::from(1)
+    } else if passed == 0 {
+        // A filter that matches nothing (a typo in CI) must not pass as a run of the suites.
+        fail(match filter {
+            Some(f) => format!("no test case matched --filter {f:?}"),
+            None => "the suites hold no test case".to_string(),
+        })
     } else {
         ExitCode::SUCCESS
     }
