@@ -348,12 +348,28 @@ impl Checker {
             .iter()
             .flat_map(|v| on.diagnostics(v))
             .collect();
-        self.record(found, v);
+        self.record(found, &on);
     }
 
     /// Keeps diagnostics, or counts them as suppressed when their object opts out of the rule.
-    fn record(&mut self, found: Vec<Diagnostic>, value: &Value) {
-        let (ignored, reason) = ignored_rules(value);
+    /// A rule the opt-out names that does not exist (a misspelt id suppresses nothing) is a
+    /// warning of its own.
+    fn record(&mut self, found: Vec<Diagnostic>, on: &Found) {
+        let (ignored, reason) = ignored_rules(&on.obj.value);
+        let known = crate::ci::report::rule_ids();
+        for id in ignored.iter().filter(|r| !known.contains(&r.as_str())) {
+            let path = FieldPath::new("metadata.annotations").key(IGNORE_ANNOTATION);
+            self.report.diagnostics.push(on.diagnostic(
+                RULE_INVALID,
+                Severity::Warning,
+                &path,
+                format!(
+                    "Unsupported value: {id:?}: supported values: {}",
+                    known.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
+                ),
+                Some("the annotation names rule ids as `placement-guard rules --list` shows them; this one suppresses nothing".into()),
+            ));
+        }
         for d in found {
             if ignored.contains(&d.rule) {
                 self.report.suppressed.push(Suppressed {
@@ -455,7 +471,7 @@ impl Checker {
                 object: &object,
             };
             let found = on.diagnostics(&verdict);
-            self.record(found, v);
+            self.record(found, &on);
         }
         self.report.sort();
         self.report

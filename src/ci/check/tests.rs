@@ -431,3 +431,45 @@ spec:
         "{found:?}"
     );
 }
+
+/// The opt-out annotation suppresses the rules it names; a name that is no rule suppresses
+/// nothing and is said so, where the annotation is written.
+#[test]
+fn ignore_annotations_suppress_named_rules_and_flag_unknown_ones() {
+    let text = "apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  annotations:
+    placement-guard.io/ignore: \"hard-anti-afinity, topology-spread-defaults\"
+spec:
+  containers: [{name: c, image: nginx}]
+";
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("p.yaml", text);
+    let r = c.finish();
+    assert_eq!(
+        r.suppressed
+            .iter()
+            .map(|s| s.rule.as_str())
+            .collect::<Vec<_>>(),
+        ["topology-spread-defaults"]
+    );
+    let found: Vec<(usize, usize, &str, &str)> = r
+        .diagnostics
+        .iter()
+        .map(|d| (d.line, d.column, d.path.as_str(), d.message.as_str()))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (found[0].0, found[0].1, found[0].2),
+        (6, 5, "metadata.annotations[placement-guard.io/ignore]")
+    );
+    assert!(
+        found[0]
+            .3
+            .starts_with("Unsupported value: \"hard-anti-afinity\": supported values: \"mutable-directives\", \"hard-anti-affinity\""),
+        "{}",
+        found[0].3
+    );
+}
