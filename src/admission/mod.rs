@@ -464,7 +464,7 @@ mod tests {
     #[test]
     fn bad_bodies_are_bad_requests() {
         let rules = RuleSet::default();
-        let cases: [(&[u8], &str); 7] = [
+        let cases: [(&[u8], &str); 8] = [
             (b"not json", "request body is not valid JSON: expected ident at line 1 column 2"),
             (b"{\"kind\": \"AdmissionReview\"", "request body is not valid JSON: EOF while parsing an object at line 1 column 26"),
             (b"[1,2]", "request body is not an AdmissionReview: expected a JSON object"),
@@ -472,6 +472,7 @@ mod tests {
             (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1beta1\"}", "unsupported AdmissionReview apiVersion \"admission.k8s.io/v1beta1\"; this server speaks \"admission.k8s.io/v1\" (set admissionReviewVersions: [v1])"),
             (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\"}", "AdmissionReview has no request"),
             (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{\"uid\":\"1\"}}", "request body is not an AdmissionReview: missing field `kind` at line 1 column 82"),
+            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{\"uid\":\"1\",\"kind\":5}}", "request body is not an AdmissionReview: invalid type: integer `5`, expected struct GroupVersionKind at line 1 column 90"),
         ];
         for (body, want) in cases {
             let err = review(body, Endpoint::Validate, &rules).unwrap_err();

@@ -74,8 +74,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     }
 }
 
-/// kube-core's `GroupVersionKind` (all three required), borrowed.
+/// kube-core's `GroupVersionKind` (all three required), borrowed; refused as serde refuses
+/// kube-core's.
 #[derive(Deserialize)]
+#[serde(expecting = "struct GroupVersionKind")]
 pub(super) struct Gvk<'a> {
     #[serde(borrow)]
     pub group: Text<'a>,

@@ -91,7 +91,10 @@ fn walk(
         if excluded(&p, excludes) {
             continue;
         }
-        if p.is_dir() {
+        // One look at each entry (following links); one that cannot be looked at is kept, to
+        // be reported unreadable.
+        let meta = std::fs::metadata(&p);
+        if meta.as_ref().is_ok_and(|m| m.is_dir()) {
             if hidden {
                 skipped.push(Skipped {
                     path: p,
@@ -106,9 +109,8 @@ fn walk(
                 walk(&p, excludes, out, skipped)?;
             }
         } else if has_manifest_extension(&p) && !hidden {
-            // A FIFO, socket or device named like a manifest would block the walk or never
-            // end; one that cannot be looked at is kept, to be reported unreadable.
-            match std::fs::metadata(&p) {
+            // A FIFO, socket or device named like a manifest would block the walk or never end.
+            match meta {
                 Ok(m) if !m.is_file() => skipped.push(Skipped {
                     path: p,
                     why: "not a regular file",

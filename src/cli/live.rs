@@ -66,14 +66,13 @@ pub fn pod_source(arg: &str) -> Result<PodSource<'_>, String> {
     if path.is_file() {
         return Ok(PodSource::File(path));
     }
-    if path.is_dir() {
-        return Err(format!(
-            "{arg:?} is a directory; --pod takes one manifest file, or a pod or workload reference"
-        ));
-    }
     let looks_like_file = [".yaml", ".yml", ".json"].iter().any(|e| arg.ends_with(e));
     match live::parse_ref(arg) {
+        // A reference wins over a folder of the same name (`deploy/web/` in a repository).
         Some((kind, name)) if !looks_like_file => Ok(PodSource::Live(kind, name)),
+        _ if path.is_dir() => Err(format!(
+            "{arg:?} is a directory; --pod takes one manifest file, or a pod or workload reference"
+        )),
         _ => Err(format!(
             "no such file {arg:?}, and not a pod or workload reference (pod/NAME, deployment/NAME, ...)"
         )),

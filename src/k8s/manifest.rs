@@ -89,7 +89,8 @@ fn scalar_to_json(s: &Scalar) -> Value {
             let f = f.into_inner();
             // kubectl takes YAML numbers through Go's float64 and json.Marshal, which writes an
             // integral value below 1e21 without a fraction: `1.0` and `1e3` reach the apiserver
-            // as `1` and `1000`, which integer fields accept.
+            // as `1` and `1000`, which integer fields accept. Past i64 they stay floats here, as
+            // the apiserver's decoder reads an integer that large as a float too.
             if f.fract() == 0.0 && (i64::MIN as f64..-(i64::MIN as f64)).contains(&f) {
                 Value::from(f as i64)
             } else {
@@ -409,18 +410,17 @@ fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
         }
         Ok(())
     };
-    // Lists inside lists are expanded too, as kubectl's FlattenListVisitor does.
-    fn flatten(
-        node: &MarkedYaml,
-        read: &mut impl FnMut(&MarkedYaml) -> Result<(), SyntaxError>,
-    ) -> Result<(), SyntaxError> {
-        match list_items(node) {
-            Some(items) => items.iter().try_for_each(|i| flatten(i, read)),
-            None => read(node),
-        }
-    }
+    // Lists inside lists are expanded too, in kubectl's FlattenListVisitor's order: a queue,
+    // so a list's own objects come before those of the lists it holds.
+    let mut queue = std::collections::VecDeque::new();
     for doc in &docs {
-        flatten(doc, &mut read)?;
+        queue.push_back(doc);
+        while let Some(node) = queue.pop_front() {
+            match list_items(node) {
+                Some(items) => queue.extend(items),
+                None => read(node)?,
+            }
+        }
     }
     Ok(out)
 }
@@ -484,9 +484,9 @@ mod tests {
             .iter()
             .map(|o| o.value["metadata"]["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["inner", "outer"]);
+        assert_eq!(names, ["outer", "inner"], "kubectl's order");
         assert_eq!(
-            objs[0].position(&FieldPath::new("metadata.name")).line,
+            objs[1].position(&FieldPath::new("metadata.name")).line,
             9,
             "positions stay those of the file"
         );

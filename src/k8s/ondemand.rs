@@ -333,13 +333,7 @@ impl<'de> Deserializer<'de> {
 
     /// A string, escapes and all, as serde reads a `String`.
     pub fn read_string(&mut self) -> Result<String, Error> {
-        if self.peek() != Some(b'"') {
-            return Err(self.error("expected a string"));
-        }
-        match self.plain_string()? {
-            Some(s) => Ok(s.to_owned()),
-            None => self.delegate(|de| de::Deserialize::deserialize(de)),
-        }
+        self.read_str().map(Cow::into_owned)
     }
 
     /// A string, borrowed from the text when it has no escapes (as serde reads a

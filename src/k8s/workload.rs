@@ -173,6 +173,9 @@ pub struct PodTemplate {
     pub spec: PodSpec,
     /// The workload's own `spec.selector` (a map for ReplicationControllers is converted).
     pub selector: Option<LabelSelector>,
+    /// A Job's `spec.manualSelector` (a CronJob's Jobs'): kube-apiserver then generates neither
+    /// the selector nor the labels that go with it.
+    pub manual_selector: bool,
 }
 
 impl PodTemplate {
@@ -184,6 +187,7 @@ impl PodTemplate {
             template_meta: None,
             spec: PodSpec::default(),
             selector: None,
+            manual_selector: false,
         }
     }
 
@@ -196,11 +200,10 @@ impl PodTemplate {
         self.kind.pod_spec_path()
     }
 
-    /// The labels the pods will carry. When kube-apiserver generates a Job's selector (no
-    /// `manualSelector`: a manifest then has no selector, since the apiserver refuses one written
-    /// without it), it adds `batch.kubernetes.io/job-name` and `job-name` (the Job's name) and
-    /// the two controller-uid labels to the template; a CronJob's Jobs get them too, under
-    /// generated names. A manifest lacks them, a webhook already sees them (kept as they are).
+    /// The labels the pods will carry. Unless a Job sets `manualSelector`, kube-apiserver
+    /// generates its selector and adds `batch.kubernetes.io/job-name` and `job-name` (the Job's
+    /// name) and the two controller-uid labels to the template; a CronJob's Jobs get them too,
+    /// under generated names. A manifest lacks them, a webhook already sees them (kept as they are).
     /// A value not known before the Job exists is [`GENERATED`], which no selector can name.
     pub fn pod_labels(&self) -> Cow<'_, BTreeMap<String, String>> {
         let labels = self.template_meta().labels();
@@ -209,7 +212,7 @@ impl PodTemplate {
             Kind::CronJob => None,
             _ => return Cow::Borrowed(labels),
         };
-        if self.selector.is_some() {
+        if self.manual_selector {
             return Cow::Borrowed(labels);
         }
         let mut with = labels.clone();
@@ -271,6 +274,9 @@ struct PodTemplateObject {
 struct WorkloadSpec {
     #[serde(default)]
     selector: Option<Value>,
+    /// A Job's.
+    #[serde(default, rename = "manualSelector")]
+    manual_selector: Option<bool>,
     #[serde(default)]
     template: TemplateView,
 }
@@ -372,6 +378,7 @@ fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplat
         template_meta: Some(spec.template.metadata),
         spec: spec.template.spec,
         selector,
+        manual_selector: spec.manual_selector == Some(true),
     }
 }
 
@@ -426,6 +433,7 @@ where
                 meta: o.metadata,
                 spec: o.spec,
                 selector: None,
+                manual_selector: false,
             }
         }
         Kind::PodTemplate => {
@@ -437,6 +445,7 @@ where
                 template_meta: Some(o.template.metadata),
                 spec: o.template.spec,
                 selector: None,
+                manual_selector: false,
             }
         }
         Kind::CronJob => {

@@ -75,13 +75,16 @@ impl RuleSet {
             Err(e) => {
                 let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
                 let bare = bare_message(&e.to_string());
-                // The parser's words for a repeated key name its own option; say it as the
+                // The parser's words for a repeated key end with its own option; say it as the
                 // apiserver would, at the mapping that holds the key.
+                let bare = bare
+                    .strip_suffix(", set DuplicateKeyPolicy in Options if acceptable")
+                    .map_or(bare.clone(), str::to_string);
                 let duplicate = bare
-                    .strip_prefix("duplicate mapping key: ")
-                    .map(|rest| rest.split(',').next().unwrap_or(rest).trim().to_string());
+                    .strip_prefix("duplicate mapping key")
+                    .map(|rest| rest.trim_start_matches(':').trim().to_string());
                 let path = match &duplicate {
-                    Some(_) => path.trim_end_matches(".?").to_string(),
+                    Some(_) => path.trim_end_matches('?').trim_end_matches('.').to_string(),
                     None => path,
                 };
                 let field = if path.is_empty() || path == "." {
@@ -90,9 +93,10 @@ impl RuleSet {
                     format!("{path}: ")
                 };
                 let message = match duplicate {
-                    Some(key) => {
+                    Some(key) if !key.is_empty() => {
                         format!("Duplicate value: {key:?}: a key may appear once in a mapping")
                     }
+                    Some(_) => "Duplicate value: a key may appear once in a mapping".to_string(),
                     None => plain_message(&path, &bare),
                 };
                 return Err(LoadError {
@@ -110,11 +114,12 @@ impl RuleSet {
 
     /// Checks what the types alone cannot.
     fn check(&self, origin: &str, text: &str) -> Result<(), LoadError> {
-        // Positions from the manifest reader, which records each key's (the text parsed above).
-        let positioned = crate::k8s::manifest::parse(text)
-            .ok()
-            .and_then(|o| o.into_iter().next());
+        // Positions from the manifest reader, which records each key's (the text parsed above);
+        // read again only for a file that is refused.
         let at = |path: &FieldPath, message: String| {
+            let positioned = crate::k8s::manifest::parse(text)
+                .ok()
+                .and_then(|o| o.into_iter().next());
             let (line, column) = positioned.as_ref().map_or((1, 1), |o| {
                 let p = o.position(path);
                 (p.line as u64, p.column as u64)
@@ -332,6 +337,10 @@ mod tests {
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    allowedTopologyKeys: [\"\"]\n".to_string(),
                 r#"r.yaml:5:27: spec.hardAntiAffinity.allowedTopologyKeys[0]: Invalid value: "": a topology key may not be empty"#,
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nkind: RuleSet\n".to_string(),
+                r#"r.yaml:3:1: Duplicate value: "kind": a key may appear once in a mapping"#,
             ),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    exemptNamespaces: [a]\n    exemptNamespaces: [b]\n".to_string(),

@@ -167,7 +167,22 @@ impl Rule for NodeSelectionRule {
                 ("requiredNodes", &p.required_nodes),
             ] {
                 for (j, t) in terms.iter().enumerate() {
-                    out.extend(validate_term(t, &pp.child(field).index(j)));
+                    let tp = pp.child(field).index(j);
+                    out.extend(validate_term(t, &tp));
+                    // Stricter than the apiserver is with pods: a Gt/Lt value that is no integer
+                    // matches no node, so in a policy it would quietly disable the term.
+                    for (k, r) in t.match_expressions.iter().flatten().enumerate() {
+                        let values = r.values.as_deref().unwrap_or(&[]);
+                        if let ("Gt" | "Lt", [v]) = (r.operator.as_str(), values) {
+                            if v.parse::<i64>().is_err() {
+                                out.push(FieldError::invalid(
+                                    tp.child("matchExpressions").index(k).child("values").index(0),
+                                    serde_json::json!(v),
+                                    "must be an integer: Gt and Lt compare a node label's value as one, and a value that is not matches no node",
+                                ));
+                            }
+                        }
+                    }
                 }
             }
             for (j, t) in p.allowed_tolerations.iter().flatten().enumerate() {

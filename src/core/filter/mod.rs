@@ -246,7 +246,9 @@ pub struct PodState<'a> {
 impl<'a> PodState<'a> {
     /// PreFilter: `namespace` is the incoming pod's namespace.
     pub fn new(cluster: &'a Cluster, pod: &'a PodTemplate, namespace: &str) -> PodState<'a> {
-        let labels = pod.template_meta().labels();
+        // The labels its pods will carry (a Job's include those the apiserver adds).
+        let labels = pod.pod_labels();
+        let labels = labels.as_ref();
         let spec = &pod.spec;
         let node_side = NodeSide::new(spec);
         let spread = PodTopologySpread::new(

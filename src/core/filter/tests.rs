@@ -684,6 +684,33 @@ fn spread_constraints_are_checked_in_order() {
     );
 }
 
+/// A Job's pod counts itself in a constraint selecting the job-name label the apiserver adds
+/// (the manifest does not carry it): a node that already has one of the Job's pods is one
+/// too many at maxSkew 1.
+#[test]
+fn a_jobs_pod_carries_the_labels_the_apiserver_adds() {
+    let c = cluster(
+        vec![node("a", &[]), node("b", &[])],
+        vec![(
+            "a",
+            bound("default", &[("batch.kubernetes.io/job-name", "train")]),
+        )],
+    );
+    let by_name =
+        json!({"labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": "train"}}});
+    let job = |manual: bool| {
+        parse_value(
+            Kind::Job,
+            &json!({"metadata": {"name": "train"}, "spec": {"manualSelector": manual, "template": {"spec": {
+                "topologySpreadConstraints": [spread(HOST, 1, by_name.clone())]}}}}),
+        )
+        .unwrap()
+    };
+    assert_eq!(feasible(&c, &job(false)), names(&["b"]));
+    // With manualSelector the pods carry only the labels written: no self-match, both fit.
+    assert_eq!(feasible(&c, &job(true)), names(&["a", "b"]));
+}
+
 /// A node as fit_test.go builds it: cpu=10m, memory=20, pods=32, example.com/aaa=5,
 /// ephemeral-storage=20, hugepages-2Mi=5; `existing` is the spec of one pod already on it.
 fn fit_cluster(pods: i64, existing: Option<Value>) -> Cluster {

@@ -244,7 +244,10 @@ pub(super) fn template_into<'de>(
         }
         _ => {
             let template_meta = t.template_meta.insert(ObjectMeta::default());
-            let mut selector = Selector::Absent;
+            let mut selection = Selection {
+                selector: Selector::Absent,
+                manual: false,
+            };
             let declared = object_with(de, part, "spec", echo, &mut t.meta, |de, echo| {
                 let mut read = |de: &mut Deserializer<'de>, echo: &mut Echo<'_, 'de>| {
                     workload_spec(
@@ -252,7 +255,7 @@ pub(super) fn template_into<'de>(
                         de,
                         part,
                         echo,
-                        &mut selector,
+                        &mut selection,
                         template_meta,
                         &mut t.spec,
                     )
@@ -276,16 +279,23 @@ pub(super) fn template_into<'de>(
                     _ => de.skip_value(),
                 })
             })?;
-            let selector = match selector {
+            let selector = match selection.selector {
                 Selector::Absent => None,
                 Selector::Read(s) => Some(s),
                 Selector::Value(v) => selector_from(Some(v)),
             };
             t.selector = defaulted_selector(kind, selector, template_meta);
+            t.manual_selector = selection.manual;
             declared
         }
     };
     check_kind(kind, &declared).map_err(|e| Error::custom(e.message))
+}
+
+/// A workload's `spec.selector` and a Job's `spec.manualSelector`, as read.
+struct Selection {
+    selector: Selector,
+    manual: bool,
 }
 
 /// A workload's `spec.selector` as read.
@@ -343,12 +353,20 @@ fn workload_spec<'de>(
     de: &mut Deserializer<'de>,
     part: Part,
     echo: &mut Echo<'_, 'de>,
-    selector: &mut Selector,
+    selection: &mut Selection,
     template_meta: &mut ObjectMeta,
     spec: &mut PodSpec,
 ) -> Result<(), Error> {
     let mut seen = Seen(0);
     de.read_object(|de, key| match key {
+        "manualSelector" => {
+            seen.first(2)?;
+            if !part.identity {
+                return de.skip_value();
+            }
+            selection.manual = Option::<bool>::deserialize(&mut *de)? == Some(true);
+            Ok(())
+        }
         "selector" => {
             seen.first(0)?;
             if !part.identity {
@@ -357,7 +375,7 @@ fn workload_spec<'de>(
             if de.read_null() {
                 return Ok(());
             }
-            *selector = if kind == Kind::ReplicationController {
+            selection.selector = if kind == Kind::ReplicationController {
                 Selector::Value(serde_json::Value::deserialize(&mut *de)?)
             } else {
                 Selector::Read(api::workload_selector(de)?)

@@ -298,6 +298,10 @@ fn rule_file_errors_name_the_field() {
             "r.yaml:6:70: spec.nodeSelection.policies[0].requiredNodes[0].matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
         ),
         (
+            "    - {name: a, namespaces: [x], forbiddenNodes: [{matchExpressions: [{key: gpus, operator: Gt, values: [4x]}]}]}\n",
+            "r.yaml:6:106: spec.nodeSelection.policies[0].forbiddenNodes[0].matchExpressions[0].values[0]: Invalid value: \"4x\": must be an integer: Gt and Lt compare a node label's value as one, and a value that is not matches no node",
+        ),
+        (
             "    - {name: a, namespaces: [x], allowedTolerations: []}\n    - {name: a, namespaces: [y], allowedTolerations: []}\n",
             "r.yaml:7:8: spec.nodeSelection.policies[1].name: Duplicate value: \"a\"",
         ),

@@ -191,7 +191,7 @@ fn job_labels_the_apiserver_adds_count_as_the_pods_own() {
     };
     let cron = |sel: &Value| json!({"kind": "CronJob", "metadata": {"name": "train"}, "spec": {"jobTemplate": {"spec": spread(sel.clone())}}});
     let other = json!({"matchLabels": {"job-name": "other"}});
-    let cases: [(Kind, Value, usize); 7] = [
+    let cases: [(Kind, Value, usize); 8] = [
         (Kind::Job, job(&by_name, json!({})), 0),
         (Kind::Job, job(&exists, json!({})), 0),
         (Kind::Job, job(&other, json!({})), 1),
@@ -204,6 +204,8 @@ fn job_labels_the_apiserver_adds_count_as_the_pods_own() {
             ),
             1,
         ),
+        // Without manualSelector the apiserver completes a selector given and adds the labels.
+        (Kind::Job, job(&by_name, json!({"selector": {}})), 0),
         (Kind::CronJob, cron(&exists), 0),
         (Kind::CronJob, cron(&by_name), 1),
         (
