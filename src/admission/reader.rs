@@ -354,6 +354,45 @@ pub(super) struct UserInfo {
     pub groups: Option<Vec<String>>,
 }
 
+/// The request's fields as either reader finds them; `S` stands for a value passed over.
+#[derive(Default)]
+struct Fields<'de, S> {
+    uid: Option<String>,
+    kind: Option<Gvk<'de>>,
+    resource: Option<S>,
+    sub_resource: Option<Option<String>>,
+    request_kind: Option<S>,
+    request_resource: Option<S>,
+    request_sub_resource: Option<S>,
+    name: Option<String>,
+    namespace: Option<Option<String>>,
+    op: Option<KubeOperation>,
+    user_info: Option<UserInfo>,
+    object: Option<Slot<'de>>,
+    old_object: Option<Slot<'de>>,
+    dry_run: Option<S>,
+    options: Option<S>,
+}
+
+impl<'de, S> Fields<'de, S> {
+    fn request<E: de::Error>(self) -> Result<Request<'de>, E> {
+        Ok(Request {
+            uid: self.uid.ok_or_else(|| E::missing_field("uid"))?,
+            kind: self.kind.ok_or_else(|| E::missing_field("kind"))?,
+            sub_resource: match self.resource {
+                Some(_) => self.sub_resource.flatten(),
+                None => return Err(E::missing_field("resource")),
+            },
+            name: self.name.unwrap_or_default(),
+            namespace: self.namespace.flatten(),
+            operation: self.op.ok_or_else(|| E::missing_field("operation"))?,
+            user_info: self.user_info.ok_or_else(|| E::missing_field("userInfo"))?,
+            object: self.object.unwrap_or(Slot::Absent),
+            old_object: self.old_object.unwrap_or(Slot::Absent),
+        })
+    }
+}
+
 struct RequestVisitor<'r>(Read<'r>);
 
 impl<'de> Visitor<'de> for RequestVisitor<'_> {
@@ -364,69 +403,42 @@ impl<'de> Visitor<'de> for RequestVisitor<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Request<'de>, A::Error> {
-        let mut uid: Option<String> = None;
-        let mut kind: Option<Gvk<'de>> = None;
-        let mut resource: Option<IgnoredAny> = None;
-        let mut sub_resource: Option<Option<String>> = None;
-        let mut request_kind: Option<IgnoredAny> = None;
-        let mut request_resource: Option<IgnoredAny> = None;
-        let mut request_sub_resource: Option<IgnoredAny> = None;
-        let mut name: Option<String> = None;
-        let mut namespace: Option<Option<String>> = None;
-        let mut op: Option<KubeOperation> = None;
-        let mut user_info: Option<UserInfo> = None;
-        let mut object: Option<Slot<'de>> = None;
-        let mut old_object: Option<Slot<'de>> = None;
-        let mut dry_run: Option<IgnoredAny> = None;
-        let mut options: Option<IgnoredAny> = None;
+        let mut f = Fields::<IgnoredAny>::default();
         while let Some(field) = map.next_key::<RequestField>()? {
             match field {
-                RequestField::Uid => once(&mut uid, &mut map, "uid")?,
-                RequestField::Kind => once(&mut kind, &mut map, "kind")?,
-                RequestField::Resource => once(&mut resource, &mut map, "resource")?,
-                RequestField::SubResource => once(&mut sub_resource, &mut map, "subResource")?,
-                RequestField::RequestKind => once(&mut request_kind, &mut map, "requestKind")?,
+                RequestField::Uid => once(&mut f.uid, &mut map, "uid")?,
+                RequestField::Kind => once(&mut f.kind, &mut map, "kind")?,
+                RequestField::Resource => once(&mut f.resource, &mut map, "resource")?,
+                RequestField::SubResource => once(&mut f.sub_resource, &mut map, "subResource")?,
+                RequestField::RequestKind => once(&mut f.request_kind, &mut map, "requestKind")?,
                 RequestField::RequestResource => {
-                    once(&mut request_resource, &mut map, "requestResource")?
+                    once(&mut f.request_resource, &mut map, "requestResource")?
                 }
                 RequestField::RequestSubResource => {
-                    once(&mut request_sub_resource, &mut map, "requestSubResource")?
+                    once(&mut f.request_sub_resource, &mut map, "requestSubResource")?
                 }
-                RequestField::Name => once(&mut name, &mut map, "name")?,
-                RequestField::Namespace => once(&mut namespace, &mut map, "namespace")?,
-                RequestField::Operation => once(&mut op, &mut map, "operation")?,
-                RequestField::UserInfo => once(&mut user_info, &mut map, "userInfo")?,
+                RequestField::Name => once(&mut f.name, &mut map, "name")?,
+                RequestField::Namespace => once(&mut f.namespace, &mut map, "namespace")?,
+                RequestField::Operation => once(&mut f.op, &mut map, "operation")?,
+                RequestField::UserInfo => once(&mut f.user_info, &mut map, "userInfo")?,
                 RequestField::Object | RequestField::OldObject => {
                     let old = matches!(field, RequestField::OldObject);
-                    let (slot, name) = if old {
-                        (&mut old_object, "oldObject")
+                    let (slot, field_name) = if old {
+                        (&mut f.old_object, "oldObject")
                     } else {
-                        (&mut object, "object")
+                        (&mut f.object, "object")
                     };
-                    let decided = decide(self.0, &kind, &op, &sub_resource, old);
-                    once_seed(slot, &mut map, name, SlotSeed(decided))?;
+                    let decided = decide(self.0, &f.kind, &f.op, &f.sub_resource, old);
+                    once_seed(slot, &mut map, field_name, SlotSeed(decided))?;
                 }
-                RequestField::DryRun => once(&mut dry_run, &mut map, "dryRun")?,
-                RequestField::Options => once(&mut options, &mut map, "options")?,
+                RequestField::DryRun => once(&mut f.dry_run, &mut map, "dryRun")?,
+                RequestField::Options => once(&mut f.options, &mut map, "options")?,
                 RequestField::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        Ok(Request {
-            uid: uid.ok_or_else(|| de::Error::missing_field("uid"))?,
-            kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
-            sub_resource: match resource {
-                Some(_) => sub_resource.flatten(),
-                None => return Err(de::Error::missing_field("resource")),
-            },
-            name: name.unwrap_or_default(),
-            namespace: namespace.flatten(),
-            operation: op.ok_or_else(|| de::Error::missing_field("operation"))?,
-            user_info: user_info.ok_or_else(|| de::Error::missing_field("userInfo"))?,
-            object: object.unwrap_or(Slot::Absent),
-            old_object: old_object.unwrap_or(Slot::Absent),
-        })
+        f.request()
     }
 }
 
@@ -609,21 +621,7 @@ fn direct_request<'de>(
     de: &mut ondemand::Deserializer<'de>,
     read: Read<'_>,
 ) -> Result<Request<'de>, serde_json::Error> {
-    let mut uid: Option<String> = None;
-    let mut kind: Option<Gvk<'de>> = None;
-    let mut resource: Option<()> = None;
-    let mut sub_resource: Option<Option<String>> = None;
-    let mut request_kind: Option<()> = None;
-    let mut request_resource: Option<()> = None;
-    let mut request_sub_resource: Option<()> = None;
-    let mut name: Option<String> = None;
-    let mut namespace: Option<Option<String>> = None;
-    let mut op: Option<KubeOperation> = None;
-    let mut user_info: Option<UserInfo> = None;
-    let mut object: Option<Slot<'de>> = None;
-    let mut old_object: Option<Slot<'de>> = None;
-    let mut dry_run: Option<()> = None;
-    let mut options: Option<()> = None;
+    let mut f = Fields::<()>::default();
     let mut noted = workload::Noted::default();
     let skip = |slot: &mut Option<()>, de: &mut ondemand::Deserializer| {
         first(slot)?;
@@ -633,32 +631,32 @@ fn direct_request<'de>(
     de.read_object(|de, key| {
         match key {
             "uid" => {
-                first(&uid)?;
-                uid = Some(de.read_string()?);
+                first(&f.uid)?;
+                f.uid = Some(de.read_string()?);
             }
             "kind" => {
-                first(&kind)?;
-                kind = Some(gvk(de)?);
+                first(&f.kind)?;
+                f.kind = Some(gvk(de)?);
             }
-            "resource" => skip(&mut resource, de)?,
+            "resource" => skip(&mut f.resource, de)?,
             "subResource" => {
-                first(&sub_resource)?;
-                sub_resource = Some(de.read_opt_string()?);
+                first(&f.sub_resource)?;
+                f.sub_resource = Some(de.read_opt_string()?);
             }
-            "requestKind" => skip(&mut request_kind, de)?,
-            "requestResource" => skip(&mut request_resource, de)?,
-            "requestSubResource" => skip(&mut request_sub_resource, de)?,
+            "requestKind" => skip(&mut f.request_kind, de)?,
+            "requestResource" => skip(&mut f.request_resource, de)?,
+            "requestSubResource" => skip(&mut f.request_sub_resource, de)?,
             "name" => {
-                first(&name)?;
-                name = Some(de.read_string()?);
+                first(&f.name)?;
+                f.name = Some(de.read_string()?);
             }
             "namespace" => {
-                first(&namespace)?;
-                namespace = Some(de.read_opt_string()?);
+                first(&f.namespace)?;
+                f.namespace = Some(de.read_opt_string()?);
             }
             "operation" => {
-                first(&op)?;
-                op = Some(match &*de.read_str()? {
+                first(&f.op)?;
+                f.op = Some(match &*de.read_str()? {
                     "CREATE" => KubeOperation::Create,
                     "UPDATE" => KubeOperation::Update,
                     "DELETE" => KubeOperation::Delete,
@@ -667,11 +665,11 @@ fn direct_request<'de>(
                 });
             }
             "userInfo" => {
-                first(&user_info)?;
+                first(&f.user_info)?;
                 // Passed over when no rule reads it (an object as the view requires, like
                 // any skipped value checked for structure only).
-                user_info = Some(
-                    if !user_needed(read, &kind, &op, &sub_resource) && de.at_object() {
+                f.user_info = Some(
+                    if !user_needed(read, &f.kind, &f.op, &f.sub_resource) && de.at_object() {
                         de.skip_value()?;
                         UserInfo {
                             username: None,
@@ -684,9 +682,11 @@ fn direct_request<'de>(
             }
             "object" | "oldObject" => {
                 let old = key == "oldObject";
-                let decided = decide(read, &kind, &op, &sub_resource, old);
-                let mut echo = match (&object, old) {
-                    (None, false) if op == Some(KubeOperation::Update) && old_object.is_none() => {
+                let decided = decide(read, &f.kind, &f.op, &f.sub_resource, old);
+                let mut echo = match (&f.object, old) {
+                    (None, false)
+                        if f.op == Some(KubeOperation::Update) && f.old_object.is_none() =>
+                    {
                         workload::Echo::Note(&mut noted)
                     }
                     (Some(Slot::Read(new)), true) => workload::Echo::Reuse {
@@ -697,7 +697,7 @@ fn direct_request<'de>(
                     },
                     _ => workload::Echo::Off,
                 };
-                first(if old { &old_object } else { &object })?;
+                first(if old { &f.old_object } else { &f.object })?;
                 let value = Some(if de.read_null() {
                     Slot::Absent
                 } else {
@@ -715,31 +715,18 @@ fn direct_request<'de>(
                     }
                 });
                 if old {
-                    old_object = value;
+                    f.old_object = value;
                 } else {
-                    object = value;
+                    f.object = value;
                 }
             }
-            "dryRun" => skip(&mut dry_run, de)?,
-            "options" => skip(&mut options, de)?,
+            "dryRun" => skip(&mut f.dry_run, de)?,
+            "options" => skip(&mut f.options, de)?,
             _ => de.skip_value()?,
         }
         Ok(())
     })?;
-    Ok(Request {
-        uid: uid.ok_or_else(|| de::Error::missing_field("uid"))?,
-        kind: kind.ok_or_else(|| de::Error::missing_field("kind"))?,
-        sub_resource: match resource {
-            Some(_) => sub_resource.flatten(),
-            None => return Err(de::Error::missing_field("resource")),
-        },
-        name: name.unwrap_or_default(),
-        namespace: namespace.flatten(),
-        operation: op.ok_or_else(|| de::Error::missing_field("operation"))?,
-        user_info: user_info.ok_or_else(|| de::Error::missing_field("userInfo"))?,
-        object: object.unwrap_or(Slot::Absent),
-        old_object: old_object.unwrap_or(Slot::Absent),
-    })
+    f.request()
 }
 
 /// [`Gvk`] by hand.
