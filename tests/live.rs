@@ -111,16 +111,50 @@ fn explain_and_audit_against_a_live_cluster() {
     }
     created(&api, &pods, pod("wants-one-cpu", "1", json!({})));
     created(&api, &pods, pod("wants-three", "3", json!({})));
-    created(
-        &api,
+    let anti = |key: &str| {
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": key, "namespaceSelector": {}}]}})
+    };
+    let (code, web) = api.create(
         &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
-        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
                         "template": {"metadata": {"labels": {"app": "web"}},
                                      "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "3"}}}],
-                                              "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                                                  {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "topology.kubernetes.io/zone", "namespaceSelector": {}}]}}}}}}),
+                                              "affinity": anti("topology.kubernetes.io/zone")}}}}),
     );
+    assert_eq!(code, 201, "{web}");
+    // The Deployment's ReplicaSets, as its controller would leave them mid-rollout (no
+    // controller-manager runs here): the current one (its template), an older one still
+    // running another template, and one scaled to zero.
+    let owned_by = |kind: &str, name: &str, uid: &Value| json!([{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": true}]);
+    for (name, replicas, key) in [
+        ("web-current", 1, "topology.kubernetes.io/zone"),
+        ("web-old", 1, "topology.kubernetes.io/region"),
+        ("web-older", 0, "kubernetes.io/hostname"),
+    ] {
+        created(
+            &api,
+            &format!("/apis/apps/v1/namespaces/{ns}/replicasets"),
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": name, "ownerReferences": owned_by("Deployment", "web", &web["metadata"]["uid"])},
+                   "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                            "template": {"metadata": {"labels": {"app": "web"}},
+                                         "spec": {"containers": [{"name": "c", "image": "nginx"}], "affinity": anti(key)}}}}),
+        );
+    }
+    // A pod whose controller is gone: judged itself.
+    let mut orphan = pod(
+        "orphan",
+        "0",
+        json!({"nodeName": "node-b", "affinity": anti("topology.kubernetes.io/zone")}),
+    );
+    orphan["metadata"]["ownerReferences"] = owned_by(
+        "ReplicaSet",
+        "gone",
+        &json!("11111111-2222-3333-4444-555555555555"),
+    );
+    created(&api, &pods, orphan);
     let admin = api.kubeconfig(ADMIN_TOKEN, ns);
 
     // A Pending pod, explained by name (the context's namespace), over paginated lists.
@@ -220,6 +254,15 @@ fn explain_and_audit_against_a_live_cluster() {
         "{}",
         r.stderr
     );
+    // audit by a user who may list nothing: no audit, exit 2 (a CI job must not pass).
+    let r = pg(&nobody, &["audit"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("nothing audited: every list was refused")
+            && r.stderr.contains("grant list on the audited kinds"),
+        "{}",
+        r.stderr
+    );
     let bad = api.kubeconfig("expired-token", ns);
     let r = pg(&bad, &["explain", "--pod", "hog"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -294,6 +337,24 @@ fn explain_and_audit_against_a_live_cluster() {
         !r.stdout.contains("wants-one-cpu: warning[feasibility]"),
         "{}",
         r.stdout
+    );
+    // Owned objects: through their owner when they hold its directives, else judged.
+    assert!(
+        r.stdout
+            .contains("shop/ReplicaSet/web-old: error[hard-anti-affinity]")
+            && r.stdout
+                .contains("shop/Pod/orphan: error[hard-anti-affinity]")
+            && !r.stdout.contains("web-current")
+            && !r.stdout.contains("web-older"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains(
+            "2 object(s) owned by an audited workload were judged through their owner's template"
+        ),
+        "{}",
+        r.stderr
     );
     let r = pg(
         &admin,

@@ -1,6 +1,8 @@
 //! The commands that talk to a live cluster: `explain` of a pod or workload by name, and
 //! `audit`. Each runs on a single-threaded runtime; all their waiting is on the API server.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -198,18 +200,54 @@ const AUDITED: [Kind; 9] = [
     Kind::Pod,
 ];
 
-/// An object whose controller is an audited workload: its owner's template is judged instead.
-fn controlled_by_audited(v: &Value) -> bool {
-    v["metadata"]["ownerReferences"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|o| o["controller"] == true)
-        .any(|o| {
-            let api = o["apiVersion"].as_str().unwrap_or("");
-            let kind = o["kind"].as_str().unwrap_or("");
-            Kind::from_api_version(api, kind).is_some_and(|k| AUDITED.contains(&k))
-        })
+/// The workloads listed so far, by uid, with a digest of the directives rules judge in their
+/// pod template. An object they control is judged through them only when its own directives
+/// are the same: an orphan, an object whose owner could not be listed, an old ReplicaSet of a
+/// Deployment still running or a pod changed since is judged itself. A digest per workload,
+/// not the object.
+#[derive(Default)]
+struct Owners(HashMap<String, u64>);
+
+/// What rules judge of a pod template, hashed; pods add default tolerations and a nodeName to
+/// their template's, so those are left out.
+fn directives_digest(kind: Kind, v: &Value) -> u64 {
+    let spec = v.pointer(kind.pod_spec_path().json_pointer().as_str());
+    let mut h = std::hash::DefaultHasher::new();
+    for key in ["affinity", "topologySpreadConstraints", "nodeSelector"] {
+        spec.and_then(|s| s.get(key))
+            .map(Value::to_string)
+            .hash(&mut h);
+    }
+    h.finish()
+}
+
+impl Owners {
+    /// Whether `v`'s controller is a listed workload whose template judged these directives,
+    /// or that keeps `v` scaled to zero (a Deployment's old ReplicaSets: nothing runs them).
+    fn judged_through_owner(&self, v: &Value, digest: u64) -> bool {
+        let idle = v["spec"]["replicas"].as_i64() == Some(0);
+        v["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| o["controller"] == true)
+            .any(|o| {
+                let audited = Kind::from_api_version(
+                    o["apiVersion"].as_str().unwrap_or(""),
+                    o["kind"].as_str().unwrap_or(""),
+                )
+                .is_some_and(|k| AUDITED.contains(&k));
+                let owner = o["uid"].as_str().and_then(|u| self.0.get(u));
+                audited && owner.is_some_and(|&d| d == digest || idle)
+            })
+    }
+
+    fn listed(&mut self, kind: Kind, v: &Value, digest: u64) {
+        // Pods control nothing audit reads.
+        if let (false, Some(uid)) = (kind == Kind::Pod, v["metadata"]["uid"].as_str()) {
+            self.0.insert(uid.to_string(), digest);
+        }
+    }
 }
 
 pub struct AuditRun<'a> {
@@ -242,26 +280,34 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
             Err(e) => return Err(e.0),
         };
         let mut checker = Checker::new(run.rules);
+        let mut owners = Owners::default();
         let mut owned = 0;
+        let (mut any_listed, mut refused) = (false, Vec::new());
         let mut read = 0;
         for kind in AUDITED {
             let ns = run.namespace.as_deref();
             let listed = live::list_each(&conn, kind, ns, run.args.timeout(), |v| {
                 read += 1;
                 progress.update("workloads", read);
-                audit_one(&mut checker, snapshot.as_ref(), kind, v, &mut owned);
+                audit_one(&mut checker, snapshot.as_ref(), kind, v, &mut owners, &mut owned);
             })
             .await;
-            if let Err(e) = listed {
+            match listed {
+                Ok(_) => any_listed = true,
                 // One kind the user may not list does not hide the others.
-                if e.0.contains("403 Forbidden") {
-                    notes.push(e.0);
-                    continue;
-                }
-                return Err(e.0);
+                Err(e) if e.0.contains("403 Forbidden") => refused.push(e.0),
+                Err(e) => return Err(e.0),
             }
         }
         progress.done();
+        // Nothing read is no audit: a CI job whose account may list nothing must not pass.
+        if !any_listed {
+            return Err(format!(
+                "nothing audited: every list was refused ({}); grant list on the audited kinds",
+                refused.join("; ")
+            ));
+        }
+        notes.extend(refused);
         if owned > 0 {
             notes.push(format!(
                 "{owned} object(s) owned by an audited workload were judged through their owner's template"
@@ -288,9 +334,13 @@ fn audit_one(
     snapshot: Option<&Cluster>,
     kind: Kind,
     v: Value,
+    owners: &mut Owners,
     owned: &mut usize,
 ) {
     let (at, object) = origin(kind, &v);
+    let digest = directives_digest(kind, &v);
+    let through_owner = owners.judged_through_owner(&v, digest);
+    owners.listed(kind, &v, digest);
     let ns = v["metadata"]["namespace"]
         .as_str()
         .unwrap_or("")
@@ -303,7 +353,7 @@ fn audit_one(
             kind,
             Kind::Pod | Kind::PodTemplate | Kind::Job | Kind::CronJob
         ) && v["spec"]["replicas"].as_i64() != Some(0);
-        if pending_pod || running_workload && !controlled_by_audited(&v) {
+        if pending_pod || running_workload && !through_owner {
             if let Ok(t) = workload::parse_value(kind, &v) {
                 let results = filter::evaluate(cluster, &t, &ns);
                 if !results.iter().any(|r| r.feasible) {
@@ -320,7 +370,7 @@ fn audit_one(
             }
         }
     }
-    if controlled_by_audited(&v) {
+    if through_owner {
         *owned += 1;
         return;
     }
@@ -353,13 +403,58 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// An owned object is passed over only when its controller was listed with the same
+    /// directives: not an orphan, not under an owner of another kind, not by a mere owner
+    /// reference, not when its template differs from its owner's (an old ReplicaSet).
     #[test]
-    fn owned_objects_are_judged_through_their_owner() {
-        let owned = serde_json::json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x", "controller": true}]}});
-        let foreign = serde_json::json!({"metadata": {"ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "x", "controller": true}]}});
-        let not_controller = serde_json::json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x"}]}});
-        assert!(controlled_by_audited(&owned));
-        assert!(!controlled_by_audited(&foreign));
-        assert!(!controlled_by_audited(&not_controller));
+    fn owned_objects_are_judged_through_their_owner_only_when_it_judged_them() {
+        let anti = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "topology.kubernetes.io/zone"}]}});
+        let rs = |uid: &str, affinity: &Value| {
+            serde_json::json!({"metadata": {"uid": uid},
+            "spec": {"template": {"spec": {"affinity": affinity}}}})
+        };
+        let pod = |api: &str, kind: &str, uid: &str, controller: bool| {
+            serde_json::json!({
+            "metadata": {"ownerReferences": [{"apiVersion": api, "kind": kind, "name": "x", "uid": uid, "controller": controller}]},
+            "spec": {"affinity": anti, "nodeName": "n1", "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]}})
+        };
+        let mut owners = Owners::default();
+        for (uid, affinity) in [("same", &anti), ("old", &Value::Null)] {
+            let v = rs(uid, affinity);
+            owners.listed(
+                Kind::ReplicaSet,
+                &v,
+                directives_digest(Kind::ReplicaSet, &v),
+            );
+        }
+        let through = |v: &Value| owners.judged_through_owner(v, directives_digest(Kind::Pod, v));
+        // Same directives as its listed owner (nodeName and tolerations aside): through it.
+        assert!(through(&pod("apps/v1", "ReplicaSet", "same", true)));
+        // Owner never listed (gone, or not listable), other directives, not the controller,
+        // or an owner kind audit does not read: judged itself.
+        assert!(!through(&pod("apps/v1", "ReplicaSet", "gone", true)));
+        assert!(!through(&pod("apps/v1", "ReplicaSet", "old", true)));
+        assert!(!through(&pod("apps/v1", "ReplicaSet", "same", false)));
+        assert!(!through(&pod(
+            "apps.kruise.io/v1alpha1",
+            "CloneSet",
+            "same",
+            true
+        )));
+        // An old ReplicaSet scaled to zero runs nothing: through its owner whatever it holds.
+        let mut idle = rs("x", &Value::Null);
+        idle["metadata"]["ownerReferences"] =
+            pod("apps/v1", "Deployment", "same", true)["metadata"]["ownerReferences"].clone();
+        idle["spec"]["replicas"] = 0.into();
+        let digest = directives_digest(Kind::ReplicaSet, &idle);
+        owners.listed(
+            Kind::Deployment,
+            &rs("same", &anti),
+            directives_digest(Kind::ReplicaSet, &rs("same", &anti)),
+        );
+        assert!(owners.judged_through_owner(&idle, digest));
+        idle["spec"]["replicas"] = 1.into();
+        assert!(!owners.judged_through_owner(&idle, digest));
     }
 }
