@@ -149,6 +149,52 @@ fn usage_errors_exit_2() {
     assert!(r.stderr.contains("--tls-key"), "{}", r.stderr);
     let r = run(&["frobnicate"], None);
     assert_eq!(r.code, 2);
+    // Values actix would panic on, flags that mean nothing in this mode: clap refuses them.
+    for (args, says) in [
+        (&["serve", "--workers", "0"][..], "0 is not in 1..=512"),
+        (
+            &["serve", "--workers", "100000"],
+            "100000 is not in 1..=512",
+        ),
+        (&["serve", "--cache-max-stale", "5"], "--cluster-aware"),
+        (
+            &[
+                "serve",
+                "--tls-cert",
+                "a",
+                "--tls-key",
+                "b",
+                "--dev-cert-dir",
+                "c",
+            ],
+            "cannot be used with",
+        ),
+    ] {
+        let r = run(args, None);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    }
+    // A bad address is refused before a development certificate is written.
+    let dir = std::env::temp_dir().join(format!("pg-badaddr-{}", std::process::id()));
+    let r = run(
+        &[
+            "serve",
+            "--addr",
+            "nothost",
+            "--dev-cert-dir",
+            dir.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (
+            2,
+            "placement-guard: binding nothost: invalid socket address"
+        )
+    );
+    assert!(!dir.exists());
 }
 
 #[test]

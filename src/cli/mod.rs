@@ -105,6 +105,17 @@ pub struct ReportArgs {
     quiet: bool,
 }
 
+/// Where a local client reaches a server bound to `a` (a wildcard address: over loopback).
+fn local_url_host(a: std::net::SocketAddr) -> String {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    let ip = match a.ip() {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, a.port()).to_string()
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the admission webhook over HTTPS.
@@ -118,14 +129,14 @@ pub enum Command {
         /// PEM private key of --tls-cert.
         #[arg(long, requires = "tls_cert")]
         tls_key: Option<PathBuf>,
-        /// Where the generated development certificate is written.
-        #[arg(long)]
+        /// Where the generated development certificate is written (without --tls-cert).
+        #[arg(long, conflicts_with = "tls_cert")]
         dev_cert_dir: Option<PathBuf>,
         /// Rule file (built-in defaults otherwise).
         #[arg(long)]
         rules: Option<PathBuf>,
-        /// Number of worker threads (default: one per core).
-        #[arg(long)]
+        /// Number of worker threads, 1 to 512 (default: one per core).
+        #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=512))]
         workers: Option<usize>,
         /// Log format on stderr.
         #[arg(long, value_enum, default_value = "text")]
@@ -156,7 +167,12 @@ pub enum Command {
         context: Option<String>,
         /// With --cluster-aware: how long (seconds) a failing watch is tolerated before the
         /// cache counts as stale and its checks are skipped (they never deny on a stale cache).
-        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        #[arg(
+            long,
+            value_name = "SECONDS",
+            default_value_t = 60,
+            requires = "cluster_aware"
+        )]
         cache_max_stale: u64,
     },
     /// Answer one AdmissionReview offline, exactly as /validate (or /mutate) would.
@@ -351,6 +367,11 @@ pub fn run() -> ExitCode {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
+            // Checked before a development certificate is written, and named in its hint.
+            let bound = match std::net::ToSocketAddrs::to_socket_addrs(addr.as_str()) {
+                Ok(mut a) => a.next(),
+                Err(e) => return fail(format!("binding {addr}: {e}")),
+            };
             let cert = match (tls_cert, tls_key) {
                 (Some(cert), Some(key)) => CertPair { cert, key },
                 _ => {
@@ -358,8 +379,12 @@ pub fn run() -> ExitCode {
                         .unwrap_or_else(|| std::env::temp_dir().join("placement-guard-dev"));
                     match tls::generate_dev_cert(&dir) {
                         Ok(pair) => {
-                            outln!("dev certificate: {} (try: curl --cacert {} https://127.0.0.1:{}/healthz)",
-                                pair.cert.display(), pair.cert.display(), addr.rsplit(':').next().unwrap_or("8443"));
+                            outln!(
+                                "dev certificate: {} (try: curl --cacert {} https://{}/healthz)",
+                                pair.cert.display(),
+                                pair.cert.display(),
+                                bound.map_or_else(|| addr.clone(), local_url_host)
+                            );
                             pair
                         }
                         Err(e) => {
