@@ -807,6 +807,28 @@ fn shell_completions() {
             "{shell}"
         );
     }
+    // bash completes a subcommand's options (each dispatched name has its case arm).
+    let r = run(&["completions", "bash"], None);
+    let dir = std::env::temp_dir().join(format!("pg-compl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("pg.bash");
+    std::fs::write(&script, &r.stdout).unwrap();
+    let complete = |words: &str, cword: usize| {
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE=\"{words}\"; COMP_POINT=${{#COMP_LINE}}; _placement__guard placement-guard \"${{COMP_WORDS[$COMP_CWORD]}}\" \"${{COMP_WORDS[$COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let serve = complete("placement-guard serve --wor", 2);
+    assert_eq!(serve.trim(), "--workers", "{serve}");
+    let format = complete("placement-guard check --output ", 3);
+    assert!(format.contains("sarif"), "{format}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

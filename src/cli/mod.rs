@@ -493,7 +493,18 @@ pub fn run() -> ExitCode {
             use clap::CommandFactory;
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "placement-guard", &mut buf);
-            out!("{}", String::from_utf8_lossy(&buf));
+            let mut script = String::from_utf8_lossy(&buf).into_owned();
+            if shell == clap_complete::Shell::Bash {
+                // clap_complete 4.6 spells the case arms of a hyphenated binary's subcommands
+                // `placement__subcmd__guard__subcmd__X` but dispatches to
+                // `placement__guard__subcmd__X`, so no subcommand's options would complete
+                // (clap-rs/clap#6421).
+                script = script.replace(
+                    "placement__subcmd__guard__subcmd__",
+                    "placement__guard__subcmd__",
+                );
+            }
+            out!("{script}");
             ExitCode::SUCCESS
         }
         Command::Explain {
