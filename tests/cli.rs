@@ -102,6 +102,18 @@ fn review_bad_input_exits_2_with_reason() {
         assert_eq!(r.stderr, want);
         assert_eq!(r.stdout, "");
     }
+    // Over the server's body limit: refused as the server refuses it, not answered.
+    let mut big =
+        std::fs::read(path("deployment-create-zone-anti-affinity.validate.json")).unwrap();
+    big.extend(std::iter::repeat_n(b' ', 10 * 1024 * 1024));
+    let r = run(&["review", "-"], Some(&big));
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (
+            2,
+            "placement-guard: -: request body over 10 MiB (the server answers 413)"
+        )
+    );
 }
 
 #[test]

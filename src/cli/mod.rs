@@ -434,6 +434,12 @@ pub fn run() -> ExitCode {
                 Err(e) => return fail(e),
             };
             let body = match read_input(&file) {
+                Ok(b) if b.len() > server::MAX_BODY_BYTES => {
+                    return fail(format!(
+                        "{file}: {} (the server answers 413)",
+                        server::too_large()
+                    ))
+                }
                 Ok(b) => b,
                 Err(e) => return fail(e),
             };

@@ -28,6 +28,11 @@ use tls::CertPair;
 /// carries two of them.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
+/// Why a body over [`MAX_BODY_BYTES`] is refused (also by `review`, which answers as the server).
+pub fn too_large() -> String {
+    format!("request body over {} MiB", MAX_BODY_BYTES >> 20)
+}
+
 /// How long the head and the body of a request may take to arrive by default. kube-apiserver
 /// sends a whole body at once, within its webhook timeout of at most 30 s.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -166,11 +171,7 @@ async fn read_body(state: &State, payload: web::Payload) -> Result<web::Bytes, R
             "bad_request",
             format!("cannot read the request body: {e}"),
         )),
-        Ok(Err(_)) => Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            format!("request body over {} MiB", MAX_BODY_BYTES >> 20),
-        )),
+        Ok(Err(_)) => Err((StatusCode::PAYLOAD_TOO_LARGE, "too_large", too_large())),
         Err(_) => Err((
             StatusCode::REQUEST_TIMEOUT,
             "timeout",
