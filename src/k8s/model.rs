@@ -180,7 +180,8 @@ pub struct ContainerPort {
     pub protocol: Option<String>,
 }
 
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+/// A field written but left empty (`spec:`, `null`) reads as its default.
+pub(crate) fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Default + Deserialize<'de>,

@@ -17,7 +17,8 @@ pub const DEFAULT_RULES_YAML: &str = include_str!("default-rules.yaml");
 pub struct RuleSet {
     pub api_version: String,
     pub kind: String,
-    #[serde(default)]
+    /// Left empty (every section commented out): every default, as when left out.
+    #[serde(default, deserialize_with = "crate::k8s::model::null_as_default")]
     pub spec: RuleSpec,
 }
 
@@ -97,7 +98,7 @@ impl RuleSet {
                         format!("Duplicate value: {key:?}: a key may appear once in a mapping")
                     }
                     Some(_) => "Duplicate value: a key may appear once in a mapping".to_string(),
-                    None => plain_message(&path, &bare),
+                    None => plain_message(&path, &bare, scalar_at(text, line, column)),
                 };
                 return Err(LoadError {
                     origin: origin.to_string(),
@@ -180,8 +181,20 @@ const ENUM_VALUES: [(&str, &str); 4] = [
     ("onUpdate", "newTermsOnly, allTerms"),
 ];
 
-/// serde's wording for a value of the wrong shape, in a rule file author's words.
-fn plain_message(path: &str, message: &str) -> String {
+/// The plain scalar written at 1-based `line`:`column` (flow or block style), for messages
+/// about a value the types refused.
+fn scalar_at(text: &str, line: u64, column: u64) -> Option<&str> {
+    let l = text
+        .lines()
+        .nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let rest = l.get(usize::try_from(column).ok()?.checked_sub(1)?..)?;
+    let end = rest.find([',', '}', ']', '#']).unwrap_or(rest.len());
+    Some(rest[..end].trim()).filter(|s| !s.is_empty())
+}
+
+/// serde's wording for a value of the wrong shape, in a rule file author's words; `value` is
+/// the scalar written there.
+fn plain_message(path: &str, message: &str, value: Option<&str>) -> String {
     let field = path.rsplit('.').next().unwrap_or("");
     let one_of = ENUM_VALUES
         .iter()
@@ -195,6 +208,22 @@ fn plain_message(path: &str, message: &str) -> String {
         }
         "expected mapping start" => "expected a mapping of fields (`key: value`)".to_string(),
         "expected sequence start" => "expected a list".to_string(),
+        m if m.starts_with("multiple YAML documents detected") => {
+            "a rule file is one YAML document; remove this `---` and what follows, or merge it into the first".to_string()
+        }
+        "invalid boolean" => {
+            let shown = value.map(|v| format!("{v}: ")).unwrap_or_default();
+            format!("Invalid value: {shown}must be true or false")
+        }
+        "invalid i32" | "invalid i64" => {
+            let (min, max) = if message.ends_with("32") {
+                (i64::from(i32::MIN), i64::from(i32::MAX))
+            } else {
+                (i64::MIN, i64::MAX)
+            };
+            let shown = value.map(|v| format!("{v}: ")).unwrap_or_default();
+            format!("Invalid value: {shown}must be a whole number from {min} to {max}")
+        }
         other => other.to_string(),
     }
 }
@@ -223,6 +252,17 @@ mod tests {
             RuleSet::from_yaml("r.yaml", header).unwrap(),
             RuleSet::default()
         );
+        // A spec or a section left empty (its fields commented out) means its defaults.
+        for rest in [
+            "spec:\n#  hardAntiAffinity:\n",
+            "spec:\n  hardAntiAffinity:\n  topologySpread: null\n",
+        ] {
+            assert_eq!(
+                RuleSet::from_yaml("r.yaml", &format!("{header}{rest}")).unwrap(),
+                RuleSet::default(),
+                "{rest}"
+            );
+        }
     }
 
     /// The values named for a value of the wrong shape are the ones the types accept.
@@ -287,7 +327,7 @@ mod tests {
             ),
             (
                 format!("{head}    enabled: 3\n"),
-                "r.yaml:5:14: spec.mutableDirectives.enabled: invalid boolean",
+                "r.yaml:5:14: spec.mutableDirectives.enabled: Invalid value: 3: must be true or false",
             ),
             (
                 format!("{head}    allowedUsers: alice\n"),
@@ -307,7 +347,23 @@ mod tests {
             ),
             (
                 format!("{head}    allowedUsers: [\"\"]\n"),
-                "r.yaml:5:20: spec.mutableDirectives.allowedUsers[0]: Invalid value: must be a user name or group:NAME",
+                "r.yaml:5:20: spec.mutableDirectives.allowedUsers[0]: Invalid value: \"\": must be a user name or group:NAME",
+            ),
+            (
+                format!("{head}    allowedUsers: [alice, \"group:\"]\n"),
+                "r.yaml:5:27: spec.mutableDirectives.allowedUsers[1]: Invalid value: \"group:\": must be a user name or group:NAME",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - {maxSkew: 99999999999, topologyKey: zone}\n".to_string(),
+                "r.yaml:7:19: spec.topologySpread.defaults.constraints[0].maxSkew: Invalid value: 99999999999: must be a whole number from -2147483648 to 2147483647",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - maxSkew: 1.5\n        topologyKey: zone\n".to_string(),
+                "r.yaml:7:18: spec.topologySpread.defaults.constraints[0].maxSkew: Invalid value: 1.5: must be a whole number from -2147483648 to 2147483647",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\n---\napiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\n".to_string(),
+                "r.yaml:4:1: a rule file is one YAML document; remove this `---` and what follows, or merge it into the first",
             ),
             (
                 "apiVersion: v1\nkind: RuleSet\n".to_string(),

@@ -239,7 +239,7 @@ macro_rules! registry {
         #[serde(deny_unknown_fields, rename_all = "camelCase")]
         pub struct RuleSpec {
             $(
-                #[serde(default)]
+                #[serde(default, deserialize_with = "crate::k8s::model::null_as_default")]
                 pub $field: <$rule as Rule>::Settings,
             )*
         }

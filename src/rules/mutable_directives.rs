@@ -91,10 +91,10 @@ impl Rule for MutableDirectivesRule {
             .iter()
             .enumerate()
             .filter(|(_, u)| u.trim().is_empty() || *u == "group:")
-            .map(|(i, _)| FieldError {
+            .map(|(i, u)| FieldError {
                 kind: ErrorType::Invalid,
                 path: path.child("allowedUsers").index(i),
-                value: None,
+                value: Some(u.as_str().into()),
                 detail: "must be a user name or group:NAME".to_string(),
             })
             .collect()
