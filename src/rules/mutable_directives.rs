@@ -133,6 +133,22 @@ fn explain(problems: Vec<Problem>, verdict: &mut Verdict) {
     }
 }
 
+/// The first few of a list, and how many more: a warning stays one readable line however many
+/// keys an update touched (the explanations name each one, within their budget).
+fn few(items: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut s = items
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > SHOWN {
+        s.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    s
+}
+
 /// One refused change: the error in the apiserver's words, a hint, and one-line explanations
 /// (under 120 characters where possible) that `/mutate` returns as warnings.
 #[derive(Clone, Debug, PartialEq)]
@@ -325,19 +341,18 @@ fn check_node_selector(
     let keep: Vec<String> = old
         .node_selector()
         .iter()
-        .map(|(k, v)| format!("{k}={v}"))
+        .map(|(k, v)| format!("{:?}", format!("{k}={v}")))
         .collect();
+    let (lost, keep) = (few(&lost), few(&keep));
     let hint = if tightening {
         format!(
             "{}: the new directives select a subset of the old nodes (a tightening), but in a form Kubernetes refuses; keep {} in spec.nodeSelector and narrow by adding keys or appending node affinity requirements",
-            lost.join(", "),
-            keep.join(", ")
+            lost, keep
         )
     } else {
         format!(
             "{}: while the pod is gated, nodeSelector keys may only be added; keep {} (to select other nodes, recreate the pod)",
-            lost.join(", "),
-            keep.join(", ")
+            lost, keep
         )
     };
     Some(Problem {

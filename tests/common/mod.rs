@@ -48,15 +48,13 @@ pub fn start_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(BIN)
         .env_remove("RUST_LOG")
         .envs(env.iter().copied())
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--workers",
-            "2",
-            "--dev-cert-dir",
-        ])
-        .arg(&dir)
+        .args(["serve", "--addr", "127.0.0.1:0", "--workers", "2"])
+        // A certificate of the test's own, or a generated one in the server's folder.
+        .args(if extra.contains(&"--tls-cert") {
+            vec![]
+        } else {
+            vec![std::ffi::OsStr::new("--dev-cert-dir"), dir.as_os_str()]
+        })
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())

@@ -795,3 +795,12 @@ mod property {
         }
     }
 }
+
+/// However many keys an update removes, the /validate warning names three and counts the rest.
+#[test]
+fn hints_name_the_first_few_keys_and_count_the_rest() {
+    let strings = |n: usize| (0..n).map(|i| format!("k{i}")).collect::<Vec<_>>();
+    assert_eq!(few(&strings(0)), "");
+    assert_eq!(few(&strings(3)), "k0, k1, k2");
+    assert_eq!(few(&strings(200)), "k0, k1, k2 and 197 more");
+}
