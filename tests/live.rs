@@ -327,7 +327,8 @@ fn explain_and_audit_against_a_live_cluster() {
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stdout
-            .contains("shop/Deployment/web: error[hard-anti-affinity]"),
+            .contains("shop/Deployment/web: error[hard-anti-affinity]")
+            && r.stdout.contains(" object(s) in the cluster: "),
         "{}",
         r.stdout
     );
@@ -363,6 +364,7 @@ fn explain_and_audit_against_a_live_cluster() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["diagnostics"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["summary"]["files"], 0, "{v}");
     // Without the right to list nodes, the rules still run and the user is told.
     let r = pg(&nobody, &["audit"]);
     assert!(r.stderr.contains("placement not checked"), "{}", r.stderr);

@@ -72,7 +72,11 @@ pub struct Suppressed {
 /// The outcome of a whole run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Report {
+    /// Files read; for objects read from the API server (`audit`), none.
     pub files: usize,
+    /// The objects came from the API server, not from files.
+    #[serde(skip)]
+    pub from_cluster: bool,
     /// Objects a rule looked at (Pods, workloads with a pod template, WorkloadSpreads).
     pub objects: usize,
     /// Other objects (ConfigMaps, Services, CRDs, ...).
@@ -101,10 +105,14 @@ impl Report {
 pub const JSON_SCHEMA_VERSION: u32 = 1;
 
 fn summary(r: &Report) -> String {
+    let source = if r.from_cluster {
+        "the cluster".to_string()
+    } else {
+        format!("{} file(s)", r.files)
+    };
     format!(
-        "checked {} object(s) in {} file(s): {} error(s), {} warning(s); {} other object(s) skipped, {} finding(s) suppressed",
+        "checked {} object(s) in {source}: {} error(s), {} warning(s); {} other object(s) skipped, {} finding(s) suppressed",
         r.objects,
-        r.files,
         r.count(Severity::Error),
         r.count(Severity::Warning),
         r.skipped,
