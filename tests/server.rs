@@ -14,6 +14,14 @@ async fn health_and_readiness() {
         let mut r = c.get(format!("{}{path}", s.base)).send().await.unwrap();
         assert_eq!(r.status(), 200, "{path}");
         assert_eq!(r.body().await.unwrap(), "ok");
+        // HEAD: the same status, the head alone.
+        let mut r = c.head(format!("{}{path}", s.base)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.body().await.unwrap(), "", "{path}");
+        // Another method: 405 naming both.
+        let r = c.delete(format!("{}{path}", s.base)).send().await.unwrap();
+        assert_eq!(r.status(), 405, "{path}");
+        assert_eq!(r.headers().get("allow").unwrap(), "GET, HEAD", "{path}");
     }
 }
 

@@ -107,15 +107,21 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::post().to(mutate))
             .default_service(only("POST")),
     );
+    // HEAD as well as GET, as HTTP asks of them (probes and load balancers may send either);
+    // actix-web answers a HEAD with the head alone.
+    let get = || {
+        web::route()
+            .guard(actix_web::guard::Any(actix_web::guard::Get()).or(actix_web::guard::Head()))
+    };
     for (path, handler) in [
-        ("/healthz", web::get().to(healthz)),
-        ("/readyz", web::get().to(readyz)),
-        ("/metrics", web::get().to(metrics)),
+        ("/healthz", get().to(healthz)),
+        ("/readyz", get().to(readyz)),
+        ("/metrics", get().to(metrics)),
     ] {
         cfg.service(
             web::resource(path)
                 .route(handler)
-                .default_service(only("GET")),
+                .default_service(only("GET, HEAD")),
         );
     }
 }
