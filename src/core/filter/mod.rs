@@ -166,9 +166,13 @@ impl<'a> NodeSide<'a> {
             out.push(Reason::new(NODE_NAME, r));
         }
         if let Some(t) = self.taints.filter(node) {
-            let value = t.value.as_deref().unwrap_or("");
+            // As kubectl writes a taint: `key=value:Effect`, or `key:Effect` without a value.
+            let detail = match t.value.as_deref().filter(|v| !v.is_empty()) {
+                Some(value) => format!("{}={value}:{}", t.key, t.effect),
+                None => format!("{}:{}", t.key, t.effect),
+            };
             out.push(Reason {
-                detail: Some(format!("{}={value}:{}", t.key, t.effect)),
+                detail: Some(detail),
                 ..Reason::new(TAINT_TOLERATION, REASON_TAINT)
             });
         }

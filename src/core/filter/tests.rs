@@ -283,6 +283,11 @@ fn taints_and_tolerations() {
         results[0].reasons[0].detail.as_deref(),
         Some("dedicated=gpu:NoSchedule")
     );
+    // Without a value, as kubectl writes it.
+    assert_eq!(
+        results[1].reasons[0].detail.as_deref(),
+        Some("maintenance:NoExecute")
+    );
     assert_eq!(
         summary(&results),
         "2/4 nodes are available: 2 node(s) had untolerated taint(s)."
