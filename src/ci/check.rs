@@ -333,6 +333,7 @@ impl Checker {
             old_object: None,
             context: Context {
                 describe_patches: true,
+                as_written: true,
                 ..Context::default()
             },
         };

@@ -127,6 +127,9 @@ pub struct Context<'a> {
     /// [`Patch::hint`]. The webhook only sends the operations, and the words would cost a
     /// patched review about an eighth of its instructions.
     pub describe_patches: bool,
+    /// Objects as written (`check`), not as the apiserver hands them to a webhook: a Pod's
+    /// `matchLabelKeys` are not yet merged into its spread selectors.
+    pub as_written: bool,
 }
 
 /// One request as the rules see it. Requests for subresources never get here.

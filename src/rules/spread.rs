@@ -161,7 +161,9 @@ impl Rule for TopologySpreadRule {
             return;
         };
         match input.phase {
-            Phase::Validate => validate(&s.validate, object, old, verdict),
+            Phase::Validate => {
+                validate(&s.validate, object, old, input.context.as_written, verdict)
+            }
             Phase::Mutate => default(
                 &s.defaults,
                 object,
@@ -180,7 +182,7 @@ impl Rule for TopologySpreadRule {
             .map(|c| c.to_constraint(Some(LabelSelector::default()), None))
             .collect();
         let dp = path.child("defaults");
-        let mut out = validate_constraints(&constraints, &dp.child("constraints"), false);
+        let mut out = validate_constraints(&constraints, &dp.child("constraints"), None);
         for (i, k) in d.selector_label_keys.iter().enumerate() {
             out.extend(validate_label_name(
                 k,
@@ -196,6 +198,7 @@ fn validate(
     s: &SpreadValidate,
     object: &PodTemplate,
     old: Option<&PodTemplate>,
+    as_written: bool,
     verdict: &mut Verdict,
 ) {
     if old.is_some_and(|o| o.spec.spread_constraints() == object.spec.spread_constraints()) {
@@ -207,15 +210,23 @@ fn validate(
         return;
     }
     let path = object.spec_path().child("topologySpreadConstraints");
-    let merged = object.kind == Kind::Pod;
+    // A Pod written in a manifest is merged as the apiserver will merge it; a Pod under
+    // review already was, and templates never are (their pods are: see below).
+    let labels = object.pod_labels();
+    let merge = (as_written && object.kind == Kind::Pod).then_some(labels.as_ref());
     let finding = |action, error| Finding {
         rule: VALIDATE_ID,
         action,
         error,
         hint: None,
     };
-    for e in validate_constraints(object.spec.spread_constraints(), &path, merged) {
+    for e in validate_constraints(object.spec.spread_constraints(), &path, merge) {
         verdict.findings.push(finding(s.action, e));
+    }
+    if object.kind != Kind::Pod {
+        for e in pods_refused(object, &path) {
+            verdict.findings.push(finding(Action::Warn, e));
+        }
     }
     for e in warnings(object) {
         verdict.findings.push(finding(Action::Warn, e));
@@ -351,12 +362,13 @@ pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 const NOT_POSITIVE: &str = "must be greater than zero";
 
 /// Every apiserver error of `constraints` under `path` (`spec.topologySpreadConstraints`).
-/// `merged_pod`: the constraints belong to a Pod the apiserver (1.34+) has already merged
-/// matchLabelKeys into, so one `key In [...]` expression per key is expected.
+/// `merge`: the labels of a Pod whose `matchLabelKeys` the apiserver has yet to merge into
+/// its selectors (its PrepareForCreate appends `key In [value]` for each key the pod
+/// carries, before validation).
 pub fn validate_constraints(
     constraints: &[TopologySpreadConstraint],
     path: &FieldPath,
-    merged_pod: bool,
+    merge: Option<&BTreeMap<String, String>>,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, c) in constraints.iter().enumerate() {
@@ -425,7 +437,7 @@ pub fn validate_constraints(
         errs.extend(validate_match_label_keys(
             c,
             &p.child("matchLabelKeys"),
-            merged_pod,
+            merge,
         ));
         if let Some(sel) = &c.label_selector {
             errs.extend(validate_label_selector(sel, &p.child("labelSelector")));
@@ -434,47 +446,103 @@ pub fn validate_constraints(
     errs
 }
 
+/// `ValidateMatchLabelKeysAndMismatchLabelKeys` as `ValidateTopologySpreadConstraints` calls
+/// it since 1.34 (MatchLabelKeysInPodTopologySpreadSelectorMerge): a key is refused where a
+/// selector expression names it after `matchLabels` or an earlier expression did, which after
+/// the merge means a key the pod carries that the selector also names. The apiserver reports
+/// it at `topologySpreadConstraints[i][j]`; here it is the `matchLabelKeys` entry, the one to
+/// remove.
 fn validate_match_label_keys(
     c: &TopologySpreadConstraint,
     path: &FieldPath,
-    merged_pod: bool,
+    merge: Option<&BTreeMap<String, String>>,
 ) -> Vec<FieldError> {
     let keys = c.match_label_keys.as_deref().unwrap_or(&[]);
     if keys.is_empty() {
         return Vec::new();
     }
-    let mut errs = Vec::new();
-    let sel = c.label_selector.as_ref();
-    if sel.is_none() {
-        errs.push(FieldError::forbidden(
+    let Some(sel) = c.label_selector.as_ref() else {
+        return vec![FieldError::forbidden(
             path.clone(),
             "must not be specified when labelSelector is not set",
-        ));
-    }
+        )];
+    };
+    let mut errs = Vec::new();
     for (i, key) in keys.iter().enumerate() {
         errs.extend(validate_label_name(key, &path.index(i)));
-        let Some(sel) = sel else { continue };
-        let in_labels = sel
-            .match_labels
-            .as_ref()
-            .is_some_and(|m| m.contains_key(key));
-        let in_exprs = sel
-            .match_expressions
-            .as_deref()
-            .unwrap_or(&[])
-            .iter()
-            .filter(|e| &e.key == key)
-            .count();
-        let allowed_exprs = usize::from(merged_pod);
-        if in_labels || in_exprs > allowed_exprs {
+    }
+    // The last index of each key wins, as in upstream's map.
+    let index_of = |key: &str| keys.iter().rposition(|k| k == key);
+    let mut seen: Vec<&str> = sel
+        .match_labels
+        .iter()
+        .flatten()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    let written = sel
+        .match_expressions
+        .iter()
+        .flatten()
+        .map(|e| e.key.as_str());
+    let merged = merge.into_iter().flat_map(|labels| {
+        keys.iter()
+            .map(String::as_str)
+            .filter(|k| labels.contains_key(*k))
+    });
+    for key in written.chain(merged) {
+        if let (Some(i), true) = (index_of(key), seen.contains(&key)) {
             errs.push(FieldError::invalid(
                 path.index(i),
                 json!(key),
                 "exists in both matchLabelKeys and labelSelector",
             ));
         }
+        seen.push(key);
     }
     errs
+}
+
+/// Labels a workload's controller adds to each pod, beyond the template's: a `matchLabelKeys`
+/// entry naming one is merged into the pod's selector too.
+fn controller_labels(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Deployment => &[POD_TEMPLATE_HASH],
+        Kind::StatefulSet => &[
+            "controller-revision-hash",
+            "statefulset.kubernetes.io/pod-name",
+            "apps.kubernetes.io/pod-index",
+        ],
+        Kind::DaemonSet => &["controller-revision-hash", "pod-template-generation"],
+        _ => &[],
+    }
+}
+
+/// A template the apiserver accepts whose pods it will refuse: once each pod's `matchLabelKeys`
+/// are merged into its selector, a key the selector already names is an error.
+fn pods_refused(t: &PodTemplate, path: &FieldPath) -> Vec<FieldError> {
+    let mut labels = t.pod_labels().into_owned();
+    for key in controller_labels(t.kind) {
+        labels
+            .entry((*key).to_string())
+            .or_insert_with(|| crate::k8s::workload::GENERATED.to_string());
+    }
+    let mut out = Vec::new();
+    for (i, c) in t.spec.spread_constraints().iter().enumerate() {
+        let p = path.index(i).child("matchLabelKeys");
+        let as_is = validate_match_label_keys(c, &p, None);
+        for e in validate_match_label_keys(c, &p, Some(&labels)) {
+            if !as_is.contains(&e) {
+                out.push(FieldError {
+                    detail: format!(
+                        "{}: the apiserver accepts the template, but merges the key into each pod's selector and then refuses every pod (remove it from matchLabelKeys or from the selector)",
+                        e.detail
+                    ),
+                    ..e
+                });
+            }
+        }
+    }
+    out
 }
 
 fn describe_labels(labels: &BTreeMap<String, String>) -> String {

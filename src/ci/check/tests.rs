@@ -473,3 +473,49 @@ spec:
         found[0].3
     );
 }
+
+/// A Pod as written gets the apiserver's matchLabelKeys merge before its spread constraints
+/// are validated (the webhook sees pods already merged); a Deployment is accepted as written
+/// and warned that its pods will be refused.
+#[test]
+fn spread_match_label_keys_are_judged_as_the_apiserver_will() {
+    let text = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ns, labels: {app: web}}
+spec:
+  containers: [{name: c, image: x}]
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [app]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: ns}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: x}]
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [app]}
+"#;
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("m.yaml", text);
+    let r = c.finish();
+    let found: Vec<(String, Severity, usize)> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("exists in both matchLabelKeys"))
+        .map(|d| (d.object.clone(), d.severity, d.line))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            ("Pod ns/p".to_string(), Severity::Error, 8),
+            ("Deployment ns/d".to_string(), Severity::Warning, 20),
+        ],
+        "{:#?}",
+        r.diagnostics
+    );
+}
