@@ -143,7 +143,9 @@ fn match_label_keys_as_the_apiserver_merges_and_validates_them() {
     };
     const PTH: &str = "pod-template-hash";
     let exists = |key: &str| json!({"key": key, "operator": "Exists"});
-    let cases: Vec<(&str, Value, Option<&[&str]>, Vec<String>)> = vec![
+    // (case, constraints, the labels of a Pod as written to merge, errors)
+    type Case<'a> = (&'a str, Value, Option<&'a [&'a str]>, Vec<String>);
+    let cases: Vec<Case> = vec![
         // Unmerged: a template, or a Pod as a webhook receives it.
         (
             "only in matchLabels",
