@@ -33,11 +33,12 @@ pub fn is_dns1123_label(s: &str) -> bool {
     ok(first) && ok(last) && s.chars().all(|c| ok(c) || c == '-')
 }
 
-/// `IsDNS1123Subdomain`'s messages.
+/// `IsDNS1123Subdomain`'s messages. Lengths are in bytes, as `MaxLenError` says them since 1.3x
+/// (measured against kube-apiserver v1.36.2).
 pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 253 {
-        errs.push("must be no more than 253 characters".to_string());
+        errs.push("must be no more than 253 bytes".to_string());
     }
     if !s.split('.').all(is_dns1123_label) {
         errs.push(format!("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{DNS1123_SUBDOMAIN_FMT}')"));
@@ -70,7 +71,7 @@ pub fn qualified_name_errors(value: &str) -> Vec<String> {
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_string());
+        errs.push("name part must be no more than 63 bytes".to_string());
     }
     if !name.is_empty() && !is_qualified_name_part(name) {
         errs.push(format!("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}')"));
@@ -82,7 +83,7 @@ pub fn qualified_name_errors(value: &str) -> Vec<String> {
 pub fn label_value_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if value.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
+        errs.push("must be no more than 63 bytes".to_string());
     }
     if !value.is_empty() && !is_qualified_name_part(value) {
         errs.push(format!("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '{LABEL_VALUE_FMT}')"));
@@ -294,10 +295,7 @@ mod tests {
                 "prefix part a lowercase RFC 1123 subdomain",
             ),
             ("a/b/c", "a qualified name must consist of"),
-            (
-                &"x".repeat(64),
-                "name part must be no more than 63 characters",
-            ),
+            (&"x".repeat(64), "name part must be no more than 63 bytes"),
         ];
         for (bad, want) in cases {
             let errs = qualified_name_errors(bad);
