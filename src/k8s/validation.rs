@@ -73,7 +73,8 @@ pub fn qualified_name_errors(value: &str) -> Vec<String> {
     } else if name.len() > 63 {
         errs.push("name part must be no more than 63 bytes".to_string());
     }
-    if !name.is_empty() && !is_qualified_name_part(name) {
+    // An empty name fails the pattern too: upstream reports both.
+    if !is_qualified_name_part(name) {
         errs.push(format!("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}')"));
     }
     errs
@@ -301,6 +302,10 @@ mod tests {
             let errs = qualified_name_errors(bad);
             assert!(errs.iter().any(|e| e.starts_with(want)), "{bad}: {errs:?}");
         }
+        // An empty name fails the pattern too, as kube-apiserver v1.36 reports it.
+        let empty = qualified_name_errors("");
+        assert_eq!(empty.len(), 2, "{empty:?}");
+        assert!(empty[1].starts_with("name part must consist of"), "{empty:?}");
     }
 
     /// `ValidateNodeSelectorRequirement`: Gt and Lt need exactly one value, whatever it is.
