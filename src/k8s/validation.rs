@@ -305,7 +305,10 @@ mod tests {
         // An empty name fails the pattern too, as kube-apiserver v1.36 reports it.
         let empty = qualified_name_errors("");
         assert_eq!(empty.len(), 2, "{empty:?}");
-        assert!(empty[1].starts_with("name part must consist of"), "{empty:?}");
+        assert!(
+            empty[1].starts_with("name part must consist of"),
+            "{empty:?}"
+        );
     }
 
     /// `ValidateNodeSelectorRequirement`: Gt and Lt need exactly one value, whatever it is.

@@ -517,15 +517,23 @@ fn controller_labels(kind: Kind) -> &'static [&'static str] {
     }
 }
 
-/// A template the apiserver accepts whose pods it will refuse: once each pod's `matchLabelKeys`
-/// are merged into its selector, a key the selector already names is an error.
-fn pods_refused(t: &PodTemplate, path: &FieldPath) -> Vec<FieldError> {
+/// The labels each pod will carry: [`PodTemplate::pod_labels`] and its controller's, whose
+/// values are not known before the pod exists ([`crate::k8s::workload::GENERATED`]: `Exists`
+/// matches them, no value does).
+fn carried_labels(t: &PodTemplate) -> BTreeMap<String, String> {
     let mut labels = t.pod_labels().into_owned();
     for key in controller_labels(t.kind) {
         labels
             .entry((*key).to_string())
             .or_insert_with(|| crate::k8s::workload::GENERATED.to_string());
     }
+    labels
+}
+
+/// A template the apiserver accepts whose pods it will refuse: once each pod's `matchLabelKeys`
+/// are merged into its selector, a key the selector already names is an error.
+fn pods_refused(t: &PodTemplate, path: &FieldPath) -> Vec<FieldError> {
+    let labels = carried_labels(t);
     let mut out = Vec::new();
     for (i, c) in t.spec.spread_constraints().iter().enumerate() {
         let p = path.index(i).child("matchLabelKeys");
@@ -559,9 +567,24 @@ fn describe_labels(labels: &BTreeMap<String, String>) -> String {
 /// Mistakes the apiserver accepts but that make a constraint spread nothing.
 pub fn warnings(t: &PodTemplate) -> Vec<FieldError> {
     let path = t.spec_path().child("topologySpreadConstraints");
-    let labels = t.pod_labels();
-    let labels = labels.as_ref();
+    let labels = carried_labels(t);
+    let labels = &labels;
     let written = t.template_meta().labels();
+    let added: Vec<&str> = labels
+        .keys()
+        .filter(|k| !written.contains_key(*k))
+        .map(String::as_str)
+        .collect();
+    let also = match t.kind {
+        _ if added.is_empty() => String::new(),
+        Kind::Job | Kind::CronJob => {
+            "; and the job-name and controller-uid labels the apiserver adds".to_string()
+        }
+        _ => format!(
+            "; and the {} label(s) its controller adds",
+            added.join(", ")
+        ),
+    };
     let mut out = Vec::new();
     for (i, c) in t.spec.spread_constraints().iter().enumerate() {
         let p = path.index(i).child("labelSelector");
@@ -579,13 +602,8 @@ pub fn warnings(t: &PodTemplate) -> Vec<FieldError> {
                 p,
                 serde_json::to_value(sel).unwrap_or(Value::Null),
                 format!(
-                    "does not match the pod's own labels ({}{}), so the pod is not counted by its own constraint and the spread drifts",
+                    "does not match the pod's own labels ({}{also}), so the pod is not counted by its own constraint and the spread drifts",
                     describe_labels(written),
-                    if labels.len() > written.len() {
-                        "; and the job-name and controller-uid labels the apiserver adds"
-                    } else {
-                        ""
-                    }
                 ),
             ))
             }

@@ -595,3 +595,32 @@ fn validation_action_and_update_ratchet() {
     };
     assert!(evaluate(&input, &rules).allowed());
 }
+
+/// A Deployment's pods carry its controller's pod-template-hash: `Exists` matches it, a value
+/// cannot (it is not known before the ReplicaSet exists).
+#[test]
+fn spread_warnings_count_the_labels_a_controller_adds() {
+    let deployment = |selector: Value| {
+        parse_value(
+            Kind::Deployment,
+            &json!({"metadata": {"name": "web"}, "spec": {"template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": selector}]}}}}),
+        )
+        .unwrap()
+    };
+    let exists = json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "pod-template-hash", "operator": "Exists"}]});
+    assert!(warnings(&deployment(exists)).is_empty());
+    let shown: Vec<String> = warnings(&deployment(
+        json!({"matchLabels": {"pod-template-hash": "x"}}),
+    ))
+    .iter()
+    .map(|e| e.to_string())
+    .collect();
+    assert_eq!(
+        shown,
+        vec![
+            r#"spec.template.spec.topologySpreadConstraints[0].labelSelector: Invalid value: {"matchLabels":{"pod-template-hash":"x"}}: does not match the pod's own labels (app=web; and the pod-template-hash label(s) its controller adds), so the pod is not counted by its own constraint and the spread drifts"#,
+        ]
+    );
+}
