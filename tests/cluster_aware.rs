@@ -194,7 +194,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 201, "{body}");
     assert_eq!(
         feasibility(&warnings),
-        ["feasibility: spec: Invalid value: no node can run this pod now: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=nowhere (3/3 nodes)."]
+        ["feasibility: spec: no node can run this pod now: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=nowhere (3/3 nodes)."]
     );
     let (code, body) = api.create(
         PODS,
@@ -211,7 +211,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(
         feasibility(&warnings),
-        ["feasibility: spec.schedulingGates: Invalid value: the pod is ungated but no node can run it now, so it will stay Pending: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."]
+        ["feasibility: spec.schedulingGates: the pod is ungated but no node can run it now, so it will stay Pending: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."]
     );
     for p in ["runs", "job-3"] {
         let (code, body, warnings) = ungate(&api, p);
@@ -265,7 +265,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 201, "{body}");
     assert_eq!(
         feasibility(&warnings),
-        ["feasibility: spec.template.spec: Invalid value: no node can run a pod of this template now: 0/3 nodes are available: 3 node(s) had untolerated taint(s). Untolerated: dedicated=batch:NoSchedule on 3 node(s)."]
+        ["feasibility: spec.template.spec: no node can run a pod of this template now: 0/3 nodes are available: 3 node(s) had untolerated taint(s). Untolerated: dedicated=batch:NoSchedule on 3 node(s)."]
     );
     let (_, metrics) = get(&server, "/metrics");
     for want in [

@@ -174,6 +174,9 @@ pub enum ErrorType {
     NotSupported,
     Forbidden,
     NotFound,
+    /// Not an error of the object: advice about it, in the apiserver's own warning form
+    /// (`path: message`, no kind), such as "no node can run this pod now".
+    Advice,
 }
 
 impl ErrorType {
@@ -185,6 +188,7 @@ impl ErrorType {
             ErrorType::NotSupported => "Unsupported value",
             ErrorType::Forbidden => "Forbidden",
             ErrorType::NotFound => "Not found",
+            ErrorType::Advice => "",
         }
     }
 
@@ -197,6 +201,9 @@ impl ErrorType {
             ErrorType::NotSupported => "FieldValueNotSupported",
             ErrorType::Forbidden => "FieldValueForbidden",
             ErrorType::NotFound => "FieldValueNotFound",
+            // Advice is a warning, never a denial's cause; should a rule deny with it, this
+            // is the nearest cause.
+            ErrorType::Advice => "FieldValueInvalid",
         }
     }
 }
@@ -289,7 +296,9 @@ impl FieldError {
             w.write_str(&render_value(v))?;
         }
         if !self.detail.is_empty() {
-            w.write_str(": ")?;
+            if self.kind != ErrorType::Advice {
+                w.write_str(": ")?;
+            }
             w.write_str(&self.detail)?;
         }
         Ok(())

@@ -166,11 +166,11 @@ fn tightened(old: &PodTemplate, new: &PodTemplate) -> Option<FieldPath> {
     }
 }
 
-/// An Invalid value without the value: the finding is about what the cluster offers, not about
-/// one value of the object.
+/// Advice in the apiserver's warning form (`path: message`): the finding is about what the
+/// cluster offers now, not about a value of the object.
 fn warning(path: FieldPath, detail: String) -> FieldError {
     FieldError {
-        kind: ErrorType::Invalid,
+        kind: ErrorType::Advice,
         path,
         value: None,
         detail,

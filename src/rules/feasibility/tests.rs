@@ -163,7 +163,7 @@ fn cases() {
             &deny,
             pod(json!({"nodeSelector": {"pool": "gpu"}})),
             Some(gated(json!({"nodeSelector": {"pool": "gpu"}}))),
-            vec!["Warn spec.schedulingGates: Invalid value: the pod is ungated but no node can run it now, so it will stay Pending: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+            vec!["Warn spec.schedulingGates: the pod is ungated but no node can run it now, so it will stay Pending: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
         ),
         (
             "removing the last gate of a pod that fits says nothing",
@@ -184,14 +184,14 @@ fn cases() {
             &deny,
             pod(json!({"nodeSelector": {"zone": "z9"}})),
             None,
-            vec!["Warn spec: Invalid value: no node can run this pod now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+            vec!["Warn spec: no node can run this pod now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
         ),
         (
             "a workload whose template tolerates nothing on tainted and cordoned nodes is warned",
             &warn,
             deploy(json!({"nodeSelector": {"pool": "gpu"}, "containers": []})),
             None,
-            vec!["Warn spec.template.spec: Invalid value: no node can run a pod of this template now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=gpu (3/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+            vec!["Warn spec.template.spec: no node can run a pod of this template now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=gpu (3/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
         ),
         (
             "a workload some node can run passes",
@@ -237,6 +237,6 @@ fn no_nodes_at_all_is_the_schedulers_own_message() {
     );
     assert_eq!(
         findings(&v),
-        ["Warn spec: Invalid value: no node can run this pod now: no nodes available to schedule pods"]
+        ["Warn spec: no node can run this pod now: no nodes available to schedule pods"]
     );
 }
