@@ -250,8 +250,9 @@ fn artifact(file: &str, root: Option<&str>) -> (String, Option<&'static str>) {
 /// `%SRCROOT%`.
 pub fn sarif(r: &Report, root: Option<&str>) -> String {
     use serde_sarif::sarif::{
-        ArtifactLocation, Location, Message, MultiformatMessageString, PhysicalLocation, Region,
-        ReportingDescriptor, Result as SarifResult, ResultLevel, Run, Sarif, Tool, ToolComponent,
+        ArtifactLocation, Location, LogicalLocation, Message, MultiformatMessageString,
+        PhysicalLocation, Region, ReportingDescriptor, Result as SarifResult, ResultLevel, Run,
+        Sarif, Tool, ToolComponent,
     };
     let text = |t: &str| MultiformatMessageString::builder().text(t).build();
     let rules: Vec<ReportingDescriptor> = crate::rules::all_rules()
@@ -285,35 +286,45 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
                     Severity::Warning => ResultLevel::Warning,
                 })
                 .message(Message::builder().text(text).build())
-                .locations(vec![Location::builder()
-                    .physical_location({
-                        let artifact = {
-                            let (uri, base) = artifact(&d.file, root);
-                            match base {
-                                Some(b) => {
-                                    ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
+                .locations(vec![if r.from_cluster {
+                    // An object of the live cluster (`audit`): named, not a file to open.
+                    Location::builder()
+                        .logical_locations(vec![LogicalLocation::builder()
+                            .fully_qualified_name(d.file.clone())
+                            .kind("object")
+                            .build()])
+                        .build()
+                } else {
+                    Location::builder()
+                        .physical_location({
+                            let artifact = {
+                                let (uri, base) = artifact(&d.file, root);
+                                match base {
+                                    Some(b) => {
+                                        ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
+                                    }
+                                    None => ArtifactLocation::builder().uri(uri).build(),
                                 }
-                                None => ArtifactLocation::builder().uri(uri).build(),
+                            };
+                            // A finding without a position has no region.
+                            if d.line > 0 {
+                                PhysicalLocation::builder()
+                                    .artifact_location(artifact)
+                                    .region(
+                                        Region::builder()
+                                            .start_line(d.line as i64)
+                                            .start_column(d.column as i64)
+                                            .build(),
+                                    )
+                                    .build()
+                            } else {
+                                PhysicalLocation::builder()
+                                    .artifact_location(artifact)
+                                    .build()
                             }
-                        };
-                        // Objects read from the API server have no region.
-                        if d.line > 0 {
-                            PhysicalLocation::builder()
-                                .artifact_location(artifact)
-                                .region(
-                                    Region::builder()
-                                        .start_line(d.line as i64)
-                                        .start_column(d.column as i64)
-                                        .build(),
-                                )
-                                .build()
-                        } else {
-                            PhysicalLocation::builder()
-                                .artifact_location(artifact)
-                                .build()
-                        }
-                    })
-                    .build()])
+                        })
+                        .build()
+                }])
                 .build()
         })
         .collect();

@@ -193,6 +193,30 @@ fn sarif_passes_the_schema_and_the_validator_rules() {
         .unwrap();
     let errors: Vec<String> = validator.iter_errors(&out).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:#?}");
+    // Objects of the live cluster (`audit`): a logical location each, no file to open.
+    let mut live = r.clone();
+    live.from_cluster = true;
+    live.files = 0;
+    let audited: serde_json::Value =
+        serde_json::from_str(&report::sarif(&live, Some("/src/project"))).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&audited)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let location = &audited["runs"][0]["results"][0]["locations"][0];
+    assert_eq!(
+        (
+            &location["logicalLocations"][0]["fullyQualifiedName"],
+            &location["logicalLocations"][0]["kind"],
+            location.get("physicalLocation")
+        ),
+        (
+            &serde_json::json!(r.diagnostics[0].file),
+            &serde_json::json!("object"),
+            None
+        )
+    );
     let run = &out["runs"][0];
     let rules: Vec<&str> = run["tool"]["driver"]["rules"]
         .as_array()
