@@ -68,9 +68,30 @@ pub fn generate_dev_cert(dir: &Path) -> Result<CertPair> {
         cert: dir.join("tls.crt"),
         key: dir.join("tls.key"),
     };
-    std::fs::write(&pair.cert, cert.to_pem()?)
+    // Written under other names and renamed into place, so that a reader (a reload, a server
+    // started beside this one) never sees half a file; under a lock on the folder, so that
+    // two writers at the same moment cannot leave one's certificate beside the other's key.
+    let lock = std::fs::File::create(dir.join(".lock"))
+        .with_context(|| format!("locking {}", dir.display()))?;
+    lock.lock()
+        .with_context(|| format!("locking {}", dir.display()))?;
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = |p: &Path| {
+        let mut name = p.as_os_str().to_owned();
+        name.push(format!(".tmp-{}-{n}", std::process::id()));
+        PathBuf::from(name)
+    };
+    let (cert_tmp, key_tmp) = (tmp(&pair.cert), tmp(&pair.key));
+    std::fs::write(&cert_tmp, cert.to_pem()?)
+        .with_context(|| format!("writing {}", cert_tmp.display()))?;
+    write_private(&key_tmp, &key.private_key_to_pem_pkcs8()?)?;
+    std::fs::rename(&key_tmp, &pair.key)
+        .with_context(|| format!("writing {}", pair.key.display()))?;
+    std::fs::rename(&cert_tmp, &pair.cert)
         .with_context(|| format!("writing {}", pair.cert.display()))?;
-    write_private(&pair.key, &key.private_key_to_pem_pkcs8()?)?;
+    // Released when `lock` closes.
+    drop(lock);
     Ok(pair)
 }
 
@@ -145,6 +166,35 @@ pub fn acceptor(pair: &CertPair) -> Result<SslAcceptorBuilder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dev_certs_written_at_once_into_one_folder_end_as_one_pair() {
+        // Without the lock, one run in a few left a certificate beside another writer's key.
+        let dir = std::env::temp_dir().join(format!("pg-devcert-race-{}", std::process::id()));
+        for _ in 0..10 {
+            let writers: Vec<_> = (0..6)
+                .map(|_| {
+                    let dir = dir.clone();
+                    std::thread::spawn(move || generate_dev_cert(&dir))
+                })
+                .collect();
+            let pairs: Vec<CertPair> = writers
+                .into_iter()
+                .map(|w| w.join().unwrap().unwrap())
+                .collect();
+            // One writer's pair in the end, whole: never a certificate beside another's key.
+            for pair in &pairs {
+                acceptor(pair).unwrap();
+            }
+            let left: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(".tmp-"))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn dev_cert_loads_and_names_localhost() {
