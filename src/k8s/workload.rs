@@ -227,6 +227,37 @@ impl PodTemplate {
         }
         Cow::Owned(with)
     }
+
+    /// [`PodTemplate::pod_labels`] and the labels the workload's controller adds to each pod
+    /// (a Deployment's pod-template-hash, ...), whose values are not known before the pod exists
+    /// ([`GENERATED`]: `Exists` matches them, no value does). A `matchLabelKeys` entry naming
+    /// one is merged into the pod's spread selector too.
+    pub fn carried_labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.pod_labels().into_owned();
+        for key in controller_labels(self.kind) {
+            labels
+                .entry((*key).to_string())
+                .or_insert_with(|| GENERATED.to_string());
+        }
+        labels
+    }
+}
+
+/// The label a Deployment's controller gives each ReplicaSet's pods (its template's hash).
+pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+
+/// Labels a workload's controller adds to each pod, beyond the template's.
+fn controller_labels(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Deployment => &[POD_TEMPLATE_HASH],
+        Kind::StatefulSet => &[
+            "controller-revision-hash",
+            "statefulset.kubernetes.io/pod-name",
+            "apps.kubernetes.io/pod-index",
+        ],
+        Kind::DaemonSet => &["controller-revision-hash", "pod-template-generation"],
+        _ => &[],
+    }
 }
 
 /// A label value assigned when the object is created (a Job's uid, a CronJob's Job's name); not

@@ -18,7 +18,7 @@ use crate::core::labels::selector_matches;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::json_text;
 use crate::k8s::validation::{validate_label_name, validate_label_selector};
-use crate::k8s::workload::{Kind, PodTemplate};
+use crate::k8s::workload::{Kind, PodTemplate, POD_TEMPLATE_HASH};
 
 pub const VALIDATE_ID: RuleId = RuleId::new("topology-spread");
 pub const DEFAULTS_ID: RuleId = RuleId::new("topology-spread-defaults");
@@ -210,10 +210,11 @@ fn validate(
         return;
     }
     let path = object.spec_path().child("topologySpreadConstraints");
+    // The labels each pod will carry, for the merge and for the warnings: read once.
+    let carried = object.carried_labels();
     // A Pod written in a manifest is merged as the apiserver will merge it; a Pod under
     // review already was, and templates never are (their pods are: see below).
-    let labels = object.pod_labels();
-    let merge = (as_written && object.kind == Kind::Pod).then_some(labels.as_ref());
+    let merge = (as_written && object.kind == Kind::Pod).then_some(&carried);
     let finding = |action, error| Finding {
         rule: VALIDATE_ID,
         action,
@@ -224,11 +225,11 @@ fn validate(
         verdict.findings.push(finding(s.action, e));
     }
     if object.kind != Kind::Pod {
-        for e in pods_refused(object, &path) {
+        for e in pods_refused(object, &path, &carried) {
             verdict.findings.push(finding(Action::Warn, e));
         }
     }
-    for e in warnings(object) {
+    for e in warnings(object, &carried) {
         verdict.findings.push(finding(Action::Warn, e));
     }
 }
@@ -358,7 +359,6 @@ fn describe_constraints(cs: &[TopologySpreadConstraint]) -> String {
 }
 
 pub const SKIP_ANNOTATION: &str = "placement-guard.io/spread-defaults";
-pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 const NOT_POSITIVE: &str = "must be greater than zero";
 
 /// Every apiserver error of `constraints` under `path` (`spec.topologySpreadConstraints`).
@@ -502,43 +502,19 @@ fn validate_match_label_keys(
     errs
 }
 
-/// Labels a workload's controller adds to each pod, beyond the template's: a `matchLabelKeys`
-/// entry naming one is merged into the pod's selector too.
-fn controller_labels(kind: Kind) -> &'static [&'static str] {
-    match kind {
-        Kind::Deployment => &[POD_TEMPLATE_HASH],
-        Kind::StatefulSet => &[
-            "controller-revision-hash",
-            "statefulset.kubernetes.io/pod-name",
-            "apps.kubernetes.io/pod-index",
-        ],
-        Kind::DaemonSet => &["controller-revision-hash", "pod-template-generation"],
-        _ => &[],
-    }
-}
-
-/// The labels each pod will carry: [`PodTemplate::pod_labels`] and its controller's, whose
-/// values are not known before the pod exists ([`crate::k8s::workload::GENERATED`]: `Exists`
-/// matches them, no value does).
-fn carried_labels(t: &PodTemplate) -> BTreeMap<String, String> {
-    let mut labels = t.pod_labels().into_owned();
-    for key in controller_labels(t.kind) {
-        labels
-            .entry((*key).to_string())
-            .or_insert_with(|| crate::k8s::workload::GENERATED.to_string());
-    }
-    labels
-}
-
 /// A template the apiserver accepts whose pods it will refuse: once each pod's `matchLabelKeys`
-/// are merged into its selector, a key the selector already names is an error.
-fn pods_refused(t: &PodTemplate, path: &FieldPath) -> Vec<FieldError> {
-    let labels = carried_labels(t);
+/// are merged into its selector, a key the selector already names is an error. `labels`:
+/// [`PodTemplate::carried_labels`].
+fn pods_refused(
+    t: &PodTemplate,
+    path: &FieldPath,
+    labels: &BTreeMap<String, String>,
+) -> Vec<FieldError> {
     let mut out = Vec::new();
     for (i, c) in t.spec.spread_constraints().iter().enumerate() {
         let p = path.index(i).child("matchLabelKeys");
         let as_is = validate_match_label_keys(c, &p, None);
-        for e in validate_match_label_keys(c, &p, Some(&labels)) {
+        for e in validate_match_label_keys(c, &p, Some(labels)) {
             if !as_is.contains(&e) {
                 out.push(FieldError {
                     detail: format!(
@@ -564,11 +540,10 @@ fn describe_labels(labels: &BTreeMap<String, String>) -> String {
         .join(", ")
 }
 
-/// Mistakes the apiserver accepts but that make a constraint spread nothing.
-pub fn warnings(t: &PodTemplate) -> Vec<FieldError> {
+/// Mistakes the apiserver accepts but that make a constraint spread nothing. `labels`: the
+/// labels each pod will carry ([`PodTemplate::carried_labels`]).
+pub fn warnings(t: &PodTemplate, labels: &BTreeMap<String, String>) -> Vec<FieldError> {
     let path = t.spec_path().child("topologySpreadConstraints");
-    let labels = carried_labels(t);
-    let labels = &labels;
     let written = t.template_meta().labels();
     let added: Vec<&str> = labels
         .keys()

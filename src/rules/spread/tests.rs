@@ -239,22 +239,35 @@ fn match_label_keys_as_the_apiserver_merges_and_validates_them() {
     }
 }
 
+/// A Deployment of pods labelled app=web, with one zone constraint selecting by `selector`
+/// (and `match_label_keys`, when there are any).
+fn web_deployment(selector: Value, match_label_keys: &[&str]) -> PodTemplate {
+    let mut constraint = json!({"maxSkew": 1, "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector});
+    if !match_label_keys.is_empty() {
+        constraint["matchLabelKeys"] = json!(match_label_keys);
+    }
+    parse_value(
+        Kind::Deployment,
+        &json!({"metadata": {"name": "web"}, "spec": {"template": {"metadata": {"labels": {"app": "web"}},
+            "spec": {"topologySpreadConstraints": [constraint]}}}}),
+    )
+    .unwrap()
+}
+
+/// [`warnings`] with the labels the rule gives it.
+fn warned(t: &PodTemplate) -> Vec<FieldError> {
+    warnings(t, &t.carried_labels())
+}
+
 /// The apiserver accepts such a template but refuses each of its pods: a warning.
 #[test]
 fn templates_whose_pods_the_merge_refuses_are_warned_about() {
-    let deployment = |selector: Value| {
-        parse_value(
-            Kind::Deployment,
-            &json!({"metadata": {"name": "web"}, "spec": {"template": {"metadata": {"labels": {"app": "web"}},
-                "spec": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
-                    "labelSelector": selector, "matchLabelKeys": ["pod-template-hash", "app"]}]}}}}),
-        )
-        .unwrap()
-    };
+    let deployment = |selector| web_deployment(selector, &["pod-template-hash", "app"]);
     let path = FieldPath::new("spec.template.spec.topologySpreadConstraints");
     // pod-template-hash is the controller's label, app the template's.
     let t = deployment(json!({"matchLabels": {"pod-template-hash": "x", "app": "web"}}));
-    let shown: Vec<String> = pods_refused(&t, &path)
+    let shown: Vec<String> = pods_refused(&t, &path, &t.carried_labels())
         .iter()
         .map(|e| e.to_string())
         .collect();
@@ -265,7 +278,8 @@ fn templates_whose_pods_the_merge_refuses_are_warned_about() {
             r#"spec.template.spec.topologySpreadConstraints[0].matchLabelKeys[1]: Invalid value: "app": exists in both matchLabelKeys and labelSelector: the apiserver accepts the template, but merges the key into each pod's selector and then refuses every pod (remove it from matchLabelKeys or from the selector)"#,
         ]
     );
-    assert!(pods_refused(&deployment(json!({"matchLabels": {"tier": "x"}})), &path).is_empty());
+    let clean = deployment(json!({"matchLabels": {"tier": "x"}}));
+    assert!(pods_refused(&clean, &path, &clean.carried_labels()).is_empty());
 }
 
 fn pod(v: Value) -> crate::k8s::workload::PodTemplate {
@@ -283,7 +297,7 @@ fn warnings_for_constraints_that_spread_nothing() {
             {"maxSkew": 1, "topologyKey": "row", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Bogus", "values": ["web"]}]}}
         ]}}),
     );
-    let got: Vec<String> = warnings(&t).iter().map(|e| e.to_string()).collect();
+    let got: Vec<String> = warned(&t).iter().map(|e| e.to_string()).collect();
     assert_eq!(
         got,
         vec![
@@ -338,7 +352,7 @@ fn job_labels_the_apiserver_adds_count_as_the_pods_own() {
     ];
     for (kind, v, want) in cases {
         let t = parse_value(kind, &v).unwrap();
-        let got = warnings(&t);
+        let got = warned(&t);
         assert_eq!(got.len(), want, "{v}: {got:?}");
     }
 }
@@ -600,18 +614,10 @@ fn validation_action_and_update_ratchet() {
 /// cannot (it is not known before the ReplicaSet exists).
 #[test]
 fn spread_warnings_count_the_labels_a_controller_adds() {
-    let deployment = |selector: Value| {
-        parse_value(
-            Kind::Deployment,
-            &json!({"metadata": {"name": "web"}, "spec": {"template": {"metadata": {"labels": {"app": "web"}},
-                "spec": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
-                    "labelSelector": selector}]}}}}),
-        )
-        .unwrap()
-    };
+    let deployment = |selector| web_deployment(selector, &[]);
     let exists = json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "pod-template-hash", "operator": "Exists"}]});
-    assert!(warnings(&deployment(exists)).is_empty());
-    let shown: Vec<String> = warnings(&deployment(
+    assert!(warned(&deployment(exists)).is_empty());
+    let shown: Vec<String> = warned(&deployment(
         json!({"matchLabels": {"pod-template-hash": "x"}}),
     ))
     .iter()
