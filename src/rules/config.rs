@@ -201,6 +201,7 @@ fn plain_message(path: &str, message: &str, value: Option<&str>) -> String {
         .find(|(f, _)| *f == field)
         .map(|(_, v)| format!(": one of {v}"))
         .unwrap_or_default();
+    let shown = value.map(|v| format!("{v}: ")).unwrap_or_default();
     match message {
         "externally tagged enum expected scalar or mapping"
         | "unexpected value for unit enum variant" => {
@@ -211,17 +212,13 @@ fn plain_message(path: &str, message: &str, value: Option<&str>) -> String {
         m if m.starts_with("multiple YAML documents detected") => {
             "a rule file is one YAML document; remove this `---` and what follows, or merge it into the first".to_string()
         }
-        "invalid boolean" => {
-            let shown = value.map(|v| format!("{v}: ")).unwrap_or_default();
-            format!("Invalid value: {shown}must be true or false")
-        }
+        "invalid boolean" => format!("Invalid value: {shown}must be true or false"),
         "invalid i32" | "invalid i64" => {
             let (min, max) = if message.ends_with("32") {
                 (i64::from(i32::MIN), i64::from(i32::MAX))
             } else {
                 (i64::MIN, i64::MAX)
             };
-            let shown = value.map(|v| format!("{v}: ")).unwrap_or_default();
             format!("Invalid value: {shown}must be a whole number from {min} to {max}")
         }
         other => other.to_string(),
