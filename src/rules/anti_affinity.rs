@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{Action, Finding, Input, ObjectKind, Request, Rule, RuleId, RuleMeta, Verdict};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::semantic::SemEq;
+use crate::k8s::validation::validate_label_name;
 use crate::k8s::workload::PodTemplate;
 
 pub const ID: RuleId = RuleId::new("hard-anti-affinity");
@@ -221,6 +222,11 @@ pub fn check(
     let allowed = cfg.allowed_topology_keys.join(", ");
     let mut out = Vec::new();
     for (i, term) in terms.iter().enumerate() {
+        // A null labelSelector matches no pod (the scheduler reads it as labels.Nothing()):
+        // the term blocks nothing, however wide.
+        if term.label_selector.is_none() {
+            continue;
+        }
         if cfg
             .allowed_topology_keys
             .iter()
@@ -232,6 +238,18 @@ pub fn check(
             continue;
         }
         let scope = scope_of(term);
+        let invalid = invalid_key(term, &base.index(i).child("topologyKey"));
+        if !invalid.is_empty() {
+            // Not a topology at all: the apiserver refuses the object, so say what it will say
+            // instead of calling the key wide.
+            out.extend(invalid.into_iter().map(|error| Flagged {
+                scope,
+                action: Action::Deny,
+                error,
+                hint: INVALID_KEY_HINT.to_string(),
+            }));
+            continue;
+        }
         let setting = match scope {
             Scope::Cluster => cfg.cluster_scope,
             Scope::Namespace => cfg.namespace_scope,
@@ -242,6 +260,19 @@ pub fn check(
         out.push(flag(term, i, &base, scope, action, namespace, &allowed));
     }
     out
+}
+
+const INVALID_KEY_HINT: &str = "a topologyKey is a node label key, such as kubernetes.io/hostname or topology.kubernetes.io/zone";
+
+/// The apiserver's errors for the term's topologyKey (`validatePodAffinityTerm`): Required when
+/// empty, then `ValidateLabelName`.
+fn invalid_key(term: &PodAffinityTerm, path: &FieldPath) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if term.topology_key.is_empty() {
+        errs.push(FieldError::required(path.clone(), "can not be empty"));
+    }
+    errs.extend(validate_label_name(&term.topology_key, path));
+    errs
 }
 
 fn flag(
