@@ -669,6 +669,83 @@ fn a_closed_stdout_ends_commands_quietly() {
     }
 }
 
+/// A directory the user may not read is reported as unreadable where it lies, and the walk goes
+/// on: the files beside it are still checked. Root reads every directory, so as root the
+/// binary runs as nobody (a copy, where nobody may run it).
+#[test]
+fn check_goes_on_past_an_unreadable_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("locked");
+    let bad = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/manifests/zone-anti-affinity.yaml"
+    ))
+    .unwrap();
+    std::fs::write(dir.join("app.yaml"), &bad).unwrap();
+    std::fs::create_dir_all(dir.join("sub/locked")).unwrap();
+    std::fs::write(dir.join("sub/locked/hidden.yaml"), &bad).unwrap();
+    std::fs::write(dir.join("sub/z.yaml"), &bad).unwrap();
+    std::fs::set_permissions(
+        dir.join("sub/locked"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    let root = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    let mut cmd = if root {
+        let bin = dir.join("placement-guard");
+        std::fs::copy(BIN, &bin).unwrap();
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    let out = cmd.current_dir(&dir).args(["check", "."]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(
+            "./sub/locked:1:1: error[unreadable] cannot read directory: Permission denied"
+        ),
+        "{stdout}"
+    );
+    // Both readable files were checked, before and after the locked directory.
+    assert!(stdout.contains("./app.yaml:"), "{stdout}");
+    assert!(stdout.contains("./sub/z.yaml:"), "{stdout}");
+    assert!(!stdout.contains("hidden.yaml"), "{stdout}");
+    std::fs::set_permissions(
+        dir.join("sub/locked"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+}
+
+/// `--exclude` globs match paths without the `./` a walk of `.` puts in front, and a glob
+/// written with one matches too.
+#[test]
+fn exclude_globs_ignore_a_leading_dot_slash() {
+    let dir = temp_dir("exclude");
+    let bad = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/manifests/zone-anti-affinity.yaml"
+    ))
+    .unwrap();
+    std::fs::create_dir_all(dir.join("bad")).unwrap();
+    std::fs::write(dir.join("app.yaml"), &bad).unwrap();
+    std::fs::write(dir.join("bad/one.yaml"), &bad).unwrap();
+    for glob in ["bad/*", "./bad/*", "bad/one.yaml", "one.yaml"] {
+        let out = Command::new(BIN)
+            .current_dir(&dir)
+            .args(["check", "-o", "json", "--exclude", glob, "."])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["summary"]["files"], 1, "{glob}");
+    }
+}
+
 /// Walks leave out hidden directories and Helm chart templates (and say so), `--exclude` leaves
 /// out more, and the rule filters and `--quiet` shape the report.
 #[test]

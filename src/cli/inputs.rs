@@ -66,23 +66,52 @@ fn is_chart_templates(dir: &Path) -> bool {
         && dir.parent().is_some_and(|p| p.join("Chart.yaml").is_file())
 }
 
+/// Whether a glob excludes `p`: matched against the path as shown without a leading `./` (so
+/// `bad/*` works for `check .` as for `check bad/..`), and against the file name.
 fn excluded(p: &Path, excludes: &[wildmatch::WildMatch]) -> bool {
     let shown = p.display().to_string();
+    let shown = shown.strip_prefix("./").unwrap_or(&shown);
     let name = p.file_name().map(|n| n.to_string_lossy().to_string());
     excludes
         .iter()
-        .any(|g| g.matches(&shown) || name.as_deref().is_some_and(|n| g.matches(n)))
+        .any(|g| g.matches(shown) || name.as_deref().is_some_and(|n| g.matches(n)))
 }
 
+/// A glob as given, without a leading `./` (paths are matched without theirs).
+fn glob(pattern: &str) -> wildmatch::WildMatch {
+    wildmatch::WildMatch::new(pattern.strip_prefix("./").unwrap_or(pattern))
+}
+
+/// Adds the manifests below `dir` to `out`; a directory that cannot be read (at any depth) is
+/// added as an unreadable input, and the walk goes on with the rest.
 fn walk(
     dir: &Path,
     excludes: &[wildmatch::WildMatch],
-    out: &mut Vec<PathBuf>,
+    out: &mut Vec<Input>,
     skipped: &mut Vec<Skipped>,
-) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
+) {
+    let unreadable = |e: std::io::Error| Input {
+        name: dir.display().to_string(),
+        source: Source::Unreadable(format!("cannot read directory: {e}")),
+    };
+    let mut entries = Vec::new();
+    match std::fs::read_dir(dir) {
+        Ok(read) => {
+            for e in read {
+                match e {
+                    Ok(e) => entries.push(e.path()),
+                    Err(e) => {
+                        out.push(unreadable(e));
+                        break;
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            out.push(unreadable(e));
+            return;
+        }
+    }
     entries.sort();
     for p in entries {
         let hidden = p
@@ -106,7 +135,7 @@ fn walk(
                     why: "Helm chart templates are Go templates, not YAML: check `helm template` output instead",
                 });
             } else {
-                walk(&p, excludes, out, skipped)?;
+                walk(&p, excludes, out, skipped);
             }
         } else if has_manifest_extension(&p) && !hidden {
             // A FIFO, socket or device named like a manifest would block the walk or never end.
@@ -115,11 +144,13 @@ fn walk(
                     path: p,
                     why: "not a regular file",
                 }),
-                _ => out.push(p),
+                _ => out.push(Input {
+                    name: p.display().to_string(),
+                    source: Source::File(p),
+                }),
             }
         }
     }
-    Ok(())
 }
 
 /// YAML text is UTF-8, or UTF-16 with a byte order mark (YAML 1.2, 5.2).
@@ -162,10 +193,7 @@ pub struct Collected {
 /// Expands paths (directories recursively, `.yaml`, `.yml`, `.json`, leaving out hidden
 /// directories, Helm chart templates and `excludes`; `-` is stdin) in a stable order.
 pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
-    let excludes: Vec<wildmatch::WildMatch> = excludes
-        .iter()
-        .map(|g| wildmatch::WildMatch::new(g))
-        .collect();
+    let excludes: Vec<wildmatch::WildMatch> = excludes.iter().map(|g| glob(g)).collect();
     let mut c = Collected::default();
     for arg in paths {
         if arg == "-" {
@@ -177,17 +205,7 @@ pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
         }
         let p = Path::new(arg);
         if p.is_dir() {
-            let mut files = Vec::new();
-            match walk(p, &excludes, &mut files, &mut c.skipped) {
-                Ok(()) => c.inputs.extend(files.into_iter().map(|f| Input {
-                    name: f.display().to_string(),
-                    source: Source::File(f),
-                })),
-                Err(e) => c.inputs.push(Input {
-                    name: arg.clone(),
-                    source: Source::Unreadable(format!("cannot read directory: {e}")),
-                }),
-            }
+            walk(p, &excludes, &mut c.inputs, &mut c.skipped);
         } else if p.exists() {
             c.inputs.push(Input {
                 name: arg.clone(),
