@@ -585,8 +585,26 @@ fn explain_workloadspread_distribution() {
         ],
         None,
     );
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // subset-b's 2 pods fit no node: they would stay Pending.
+    assert_eq!(r.code, 1, "{}", r.stderr);
     insta::assert_snapshot!("workloadspread_text", r.stdout);
+    // With 3 replicas subset-a takes them all, and every pod has a node.
+    let r = run(
+        &[
+            "explain",
+            "--workloadspread",
+            &ws,
+            "--workload",
+            &w,
+            "--cluster",
+            &cluster,
+            "--replicas",
+            "3",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(r.stdout.contains("subset-b  -    0  "), "{}", r.stdout);
     let r = run(
         &[
             "explain",
@@ -942,6 +960,24 @@ fn explain_exits_1_when_no_node_fits() {
     );
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(r.stdout.starts_with("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector."), "{}", r.stdout);
+    // An empty dump is a `kubectl get` that failed, not a cluster where nothing fits.
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, "").unwrap();
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            empty.to_str().unwrap(),
+            "--pod",
+            pod.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert_eq!(
+        r.stderr,
+        format!("placement-guard: {}: the dump holds no Node, Pod or Namespace: write it with `kubectl get nodes,pods,namespaces -A -o json`\n", empty.display())
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 

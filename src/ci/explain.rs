@@ -18,9 +18,15 @@ pub struct ExplainError(pub String);
 /// nodes,pods,namespaces -A -o json|yaml`), streamed: pods that are not bound, or have finished,
 /// take nothing. A pod bound to a node the dump lacks is an error: the dump is incomplete.
 pub fn cluster_from(input: impl std::io::Read + Send) -> Result<Cluster, ExplainError> {
-    crate::core::snapshot::read_dump(input, false)
-        .map(|(c, _)| c)
-        .map_err(ExplainError)
+    let (cluster, counts) = crate::core::snapshot::read_dump(input, false).map_err(ExplainError)?;
+    // Every cluster has namespaces: a dump with no object at all is a `kubectl get ... >
+    // dump` that failed, not a cluster where no node fits.
+    if counts.objects() == 0 {
+        return Err(ExplainError(
+            "the dump holds no Node, Pod or Namespace: write it with `kubectl get nodes,pods,namespaces -A -o json`".into(),
+        ));
+    }
+    Ok(cluster)
 }
 
 /// The pod to place: a Pod, or the pod template of a workload, the one such object of the file
@@ -250,6 +256,20 @@ pub fn workloadspread(
         "overflow": dist.overflow,
         "subsets": subsets,
     }))
+}
+
+/// How many subsets of a [`workloadspread`] result are given pods that no node can hold (0
+/// without a cluster).
+pub fn stranded_subsets(v: &Value) -> usize {
+    v["subsets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| {
+            s["pods"].as_i64().is_some_and(|n| n > 0)
+                && s["feasibleNodes"].as_array().is_some_and(Vec::is_empty)
+        })
+        .count()
 }
 
 pub fn workloadspread_text(v: &Value) -> String {

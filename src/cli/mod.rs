@@ -852,7 +852,13 @@ fn run_explain_spread(
                     outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default())
                 }
             }
-            ExitCode::SUCCESS
+            // As `explain --pod`: 1 when pods would stay Pending, here those of a subset given
+            // pods that no node of the dump can hold.
+            if explain::stranded_subsets(&v) > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
         }
         Err(e) => fail(e),
     }
