@@ -278,6 +278,25 @@ impl Checker {
 
     fn check_object(&mut self, file: &str, obj: Object) {
         let v = &obj.value;
+        // kubectl refuses a document that is not a mapping (a garbled `helm template`, a stray
+        // list); a mapping without kind is left alone, as config files beside manifests are.
+        let shape = match v {
+            Value::Object(_) => None,
+            Value::Array(_) => Some("a sequence"),
+            Value::String(_) => Some("a string"),
+            Value::Number(_) => Some("a number"),
+            Value::Bool(_) => Some("a boolean"),
+            Value::Null => Some("null"),
+        };
+        if let Some(shape) = shape {
+            self.report.diagnostics.push(Diagnostic::file_level(
+                file,
+                obj.start(),
+                RULE_INVALID,
+                format!("not an object: a manifest document is a mapping with apiVersion and kind, found {shape}"),
+            ));
+            return;
+        }
         let (api, kind_name) = (
             v["apiVersion"].as_str().unwrap_or(""),
             v["kind"].as_str().unwrap_or(""),

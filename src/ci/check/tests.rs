@@ -292,6 +292,36 @@ fn a_broken_document_does_not_hide_the_others() {
     assert_eq!(found, vec![(7, "yaml-syntax"), (16, "hard-anti-affinity")]);
 }
 
+/// A document that is not a mapping is an error where it starts (kubectl refuses it); a
+/// mapping without kind, an empty or null document is not.
+#[test]
+fn documents_that_are_not_objects_are_errors() {
+    let text = "just text\n---\n- a\n- b\n---\n# a comment\n---\nnull\n---\n42\n---\nfoo: bar\n---\n  [1, 2]\n";
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("f.yaml", text);
+    let r = c.finish();
+    let found: Vec<(usize, usize, &str)> = r
+        .diagnostics
+        .iter()
+        .map(|d| (d.line, d.column, d.message.as_str()))
+        .collect();
+    let msg = |shape: &str| {
+        format!("not an object: a manifest document is a mapping with apiVersion and kind, found {shape}")
+    };
+    let (string, sequence, number) = (msg("a string"), msg("a sequence"), msg("a number"));
+    assert_eq!(
+        found,
+        vec![
+            (1, 1, string.as_str()),
+            (3, 1, sequence.as_str()),
+            (10, 1, number.as_str()),
+            (14, 3, sequence.as_str()),
+        ]
+    );
+    assert!(r.diagnostics.iter().all(|d| d.rule == "invalid-object"));
+    assert_eq!(r.skipped, 1, "foo: bar");
+}
+
 /// A stream is judged a document at a time; bytes that are not UTF-8 end it with an
 /// `unreadable` finding after what came before was judged.
 #[test]
