@@ -144,6 +144,9 @@ pub struct PodSpec {
     pub scheduling_gates: Option<Vec<PodSchedulingGate>>,
     #[serde(default)]
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    /// A DaemonSet's host-network pods also tolerate `network-unavailable`.
+    #[serde(default)]
+    pub host_network: Option<bool>,
     /// What NodeResourcesFit and NodePorts read of the containers.
     #[serde(default, deserialize_with = "null_as_default")]
     pub containers: Vec<Container>,

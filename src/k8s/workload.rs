@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Toleration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 use serde_json::Value;
@@ -240,6 +241,88 @@ impl PodTemplate {
                 .or_insert_with(|| GENERATED.to_string());
         }
         labels
+    }
+}
+
+/// The tolerations a DaemonSet's controller gives each of its pods
+/// (`AddOrUpdateDaemonPodTolerations`): NoExecute ones without a time limit, so node problems
+/// never evict them, and the NoSchedule ones of the node-condition taints.
+const DAEMON_TOLERATIONS: [(&str, &str); 6] = [
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+];
+/// And to those of a host-network DaemonSet (a CNI plugin runs before the node's network does).
+const DAEMON_HOST_NETWORK_TOLERATION: (&str, &str) =
+    ("node.kubernetes.io/network-unavailable", "NoSchedule");
+/// The NoExecute taints the DefaultTolerationSeconds admission plugin makes every new pod
+/// tolerate for 300 s, unless it tolerates them already.
+const DEFAULT_TOLERATION_SECONDS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+impl PodTemplate {
+    /// A pod of this object as kube-scheduler receives it: with the tolerations a DaemonSet's
+    /// controller gives its pods, and those the DefaultTolerationSeconds admission plugin gives
+    /// every new pod that lacks them. A pod read from the cluster has them already, and is
+    /// returned as it is.
+    pub fn as_scheduled(&self) -> Cow<'_, PodTemplate> {
+        let mut added: Vec<Toleration> = Vec::new();
+        let has = |added: &[Toleration], key: &str, effect: &str| {
+            self.spec.tolerations().iter().chain(added).any(|t| {
+                t.key.as_deref() == Some(key)
+                    && t.operator.as_deref() == Some("Exists")
+                    && t.effect.as_deref() == Some(effect)
+            })
+        };
+        if self.kind == Kind::DaemonSet {
+            let host_network = self.spec.host_network == Some(true);
+            let wanted = DAEMON_TOLERATIONS
+                .iter()
+                .chain(host_network.then_some(&DAEMON_HOST_NETWORK_TOLERATION));
+            for &(key, effect) in wanted {
+                if !has(&added, key, effect) {
+                    added.push(Toleration {
+                        key: Some(key.to_string()),
+                        operator: Some("Exists".to_string()),
+                        effect: Some(effect.to_string()),
+                        ..Toleration::default()
+                    });
+                }
+            }
+        }
+        for key in DEFAULT_TOLERATION_SECONDS {
+            // The plugin's own test: any key-matching or key-less toleration with the NoExecute
+            // or no effect.
+            let tolerated = self.spec.tolerations().iter().chain(&added).any(|t| {
+                t.key.as_deref().is_none_or(|k| k.is_empty() || k == key)
+                    && t.effect
+                        .as_deref()
+                        .is_none_or(|e| e.is_empty() || e == "NoExecute")
+            });
+            if !tolerated {
+                added.push(Toleration {
+                    key: Some(key.to_string()),
+                    operator: Some("Exists".to_string()),
+                    effect: Some("NoExecute".to_string()),
+                    toleration_seconds: Some(300),
+                    ..Toleration::default()
+                });
+            }
+        }
+        if added.is_empty() {
+            return Cow::Borrowed(self);
+        }
+        let mut pod = self.clone();
+        pod.spec
+            .tolerations
+            .get_or_insert_with(Vec::new)
+            .extend(added);
+        Cow::Owned(pod)
     }
 }
 

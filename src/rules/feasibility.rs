@@ -181,6 +181,7 @@ fn warning(path: FieldPath, detail: String) -> FieldError {
 /// selection's most-missed requirement and the untolerated taints, and whether taints rejected
 /// more nodes than the selection did.
 fn node_side(cluster: &Cluster, pod: &PodTemplate) -> Option<(String, bool)> {
+    let pod = pod.as_scheduled();
     let side = NodeSide::new(&pod.spec);
     if side.first_fit(cluster).is_some() {
         return None;

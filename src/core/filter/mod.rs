@@ -309,8 +309,12 @@ pub struct NodeResult {
     pub reasons: Vec<Reason>,
 }
 
+/// Every node's outcome for a pod of `pod`'s object, as the scheduler will receive it
+/// ([`PodTemplate::as_scheduled`]: with the tolerations a DaemonSet's controller and admission
+/// add).
 pub fn evaluate(cluster: &Cluster, pod: &PodTemplate, namespace: &str) -> Vec<NodeResult> {
-    let state = PodState::new(cluster, pod, namespace);
+    let pod = pod.as_scheduled();
+    let state = PodState::new(cluster, &pod, namespace);
     (0..cluster.nodes.len())
         .map(|i| {
             let reasons = state.filter(i);

@@ -716,6 +716,113 @@ fn a_jobs_pod_carries_the_labels_the_apiserver_adds() {
     assert_eq!(feasible(&c, &job(true)), names(&["a", "b"]));
 }
 
+/// A pod is placed with the tolerations it will have when the scheduler sees it: a DaemonSet's
+/// pods those its controller adds (cordoned and pressured nodes, network-unavailable only with
+/// hostNetwork), every new pod DefaultTolerationSeconds' (not-ready and unreachable NoExecute).
+#[test]
+fn pods_carry_the_tolerations_their_controller_and_admission_add() {
+    let c = cluster(
+        vec![
+            Node {
+                unschedulable: true,
+                ..node("cordoned", &[])
+            },
+            tainted(
+                node("disk", &[]),
+                "node.kubernetes.io/disk-pressure",
+                "",
+                "NoSchedule",
+            ),
+            tainted(
+                node("net", &[]),
+                "node.kubernetes.io/network-unavailable",
+                "",
+                "NoSchedule",
+            ),
+            tainted(
+                node("unreachable", &[]),
+                "node.kubernetes.io/unreachable",
+                "",
+                "NoExecute",
+            ),
+            tainted(
+                node("not-ready", &[]),
+                "node.kubernetes.io/not-ready",
+                "",
+                "NoSchedule",
+            ),
+            tainted(node("gpu", &[]), "dedicated", "gpu", "NoSchedule"),
+            node("plain", &[]),
+        ],
+        vec![],
+    );
+    let daemon = |spec: Value| {
+        parse_value(
+            Kind::DaemonSet,
+            &json!({"metadata": {"name": "agent"}, "spec": {"template": {"spec": spec}}}),
+        )
+        .unwrap()
+    };
+    let deployment = parse_value(
+        Kind::Deployment,
+        &json!({"metadata": {"name": "web"}, "spec": {"template": {"spec": {}}}}),
+    )
+    .unwrap();
+    let cases: Vec<(&str, PodTemplate, &[&str])> = vec![
+        (
+            "a DaemonSet's pods tolerate cordoning, node conditions and node problems",
+            daemon(json!({})),
+            &["cordoned", "disk", "unreachable", "plain"],
+        ),
+        (
+            "and with hostNetwork a network not ready yet",
+            daemon(json!({"hostNetwork": true})),
+            &["cordoned", "disk", "net", "unreachable", "plain"],
+        ),
+        (
+            "its own tolerations still count",
+            daemon(json!({"tolerations": [{"key": "dedicated", "operator": "Exists"}]})),
+            &["cordoned", "disk", "unreachable", "gpu", "plain"],
+        ),
+        (
+            "any other pod tolerates only not-ready and unreachable NoExecute, for 300 s",
+            deployment,
+            &["unreachable", "plain"],
+        ),
+        (
+            "a pod that tolerates not-ready NoExecute keeps its own",
+            pod(
+                json!({}),
+                json!({"tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}]}),
+            ),
+            &["unreachable", "plain"],
+        ),
+    ];
+    for (what, p, want) in cases {
+        assert_eq!(feasible(&c, &p), names(want), "{what}");
+    }
+    // What was added, and that a pod already carrying it is placed as it is.
+    let admitted = pod(json!({}), json!({}));
+    let scheduled = admitted.as_scheduled();
+    let added: Vec<(Option<&str>, Option<i64>)> = scheduled
+        .spec
+        .tolerations()
+        .iter()
+        .map(|t| (t.key.as_deref(), t.toleration_seconds))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            (Some("node.kubernetes.io/not-ready"), Some(300)),
+            (Some("node.kubernetes.io/unreachable"), Some(300))
+        ]
+    );
+    assert!(matches!(
+        scheduled.as_scheduled(),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
+
 /// A node as fit_test.go builds it: cpu=10m, memory=20, pods=32, example.com/aaa=5,
 /// ephemeral-storage=20, hugepages-2Mi=5; `existing` is the spec of one pod already on it.
 fn fit_cluster(pods: i64, existing: Option<Value>) -> Cluster {

@@ -42,7 +42,8 @@ impl Seen {
 }
 
 /// How much of an object to read, beyond the kind and the pod spec's scheduling fields
-/// (nodeName, nodeSelector, affinity, tolerations, schedulingGates, topologySpreadConstraints).
+/// (nodeName, nodeSelector, affinity, tolerations, schedulingGates, topologySpreadConstraints,
+/// hostNetwork).
 /// What is not read is skipped like any unread value (structure checked) and left empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Part {
@@ -169,9 +170,9 @@ impl<'de> Echo<'_, 'de> {
             return Ok(false);
         }
         let field = pod_spec_field(key);
-        let read = field.filter(|&f| f < 6 || part.resources);
+        let read = field.filter(|&f| read_always(f) || part.resources);
         // Taken only when the new object read the field as this one would.
-        let taken = read.is_none_or(|f| f < 6 || noted.resources);
+        let taken = read.is_none_or(|f| read_always(f) || noted.resources);
         if !taken
             || !noted_value(&noted.spec, at, key).is_some_and(|of| de.skip_copy(of, read.is_none()))
         {
@@ -194,6 +195,7 @@ impl<'de> Echo<'_, 'de> {
             Some(7) => spec.init_containers.clone_from(&n.init_containers),
             Some(8) => spec.overhead.clone_from(&n.overhead),
             Some(9) => spec.resources.clone_from(&n.resources),
+            Some(10) => spec.host_network = n.host_network,
             _ => {}
         }
         Ok(true)
@@ -455,8 +457,8 @@ fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
     Ok(meta)
 }
 
-/// The pod spec's fields read here, as [`Seen`] bits; the last four (containers,
-/// initContainers, overhead, resources) only with [`Part::resources`].
+/// The pod spec's fields read here, as [`Seen`] bits; four (containers, initContainers,
+/// overhead, resources) only with [`Part::resources`] ([`read_always`]).
 fn pod_spec_field(key: &str) -> Option<usize> {
     Some(match key {
         "nodeName" => 0,
@@ -469,8 +471,14 @@ fn pod_spec_field(key: &str) -> Option<usize> {
         "initContainers" => 7,
         "overhead" => 8,
         "resources" => 9,
+        "hostNetwork" => 10,
         _ => return None,
     })
+}
+
+/// Whether a [`pod_spec_field`] is read whatever the [`Part`].
+fn read_always(field: usize) -> bool {
+    !(6..=9).contains(&field)
 }
 
 fn pod_spec<'de>(
@@ -541,6 +549,10 @@ fn pod_spec<'de>(
                 } else {
                     de.skip_value()?;
                 }
+            }
+            "hostNetwork" => {
+                seen.first(10)?;
+                spec.host_network = Option::<bool>::deserialize(&mut *de)?;
             }
             _ => de.skip_value()?,
         }
