@@ -442,15 +442,16 @@ impl Checker {
                 }
             };
             let id = spread.target().map(|(g, k, n)| (g, k, ns.to_string(), n));
+            // Kruise passes over a WorkloadSpread of the same name: the same object given twice
+            // (two overlays of one base) is not a conflict with itself.
             let claimed_by = id.as_ref().and_then(|id| {
-                let first = claimed
-                    .iter()
-                    .find(|(t, _)| t == id)
-                    .map(|(_, o)| o.clone());
-                if first.is_none() {
+                if !claimed.iter().any(|(t, _)| t == id) {
                     claimed.push((id.clone(), object.clone()));
                 }
-                first
+                claimed
+                    .iter()
+                    .find(|(t, o)| t == id && *o != object)
+                    .map(|(_, o)| o.clone())
             });
             let found = match id.as_ref().map(|id| self.targets.find(id)) {
                 Some(Ok(w)) => w.and_then(|w| Some((w.spec()?, w))),

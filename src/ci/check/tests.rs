@@ -341,6 +341,38 @@ fn streams_are_read_a_document_at_a_time() {
     assert_eq!(bad, vec![("f.yaml", 7, 18, "not UTF-8 text")]);
 }
 
+/// Two WorkloadSpreads for one workload conflict, as in Kruise; the same WorkloadSpread given
+/// twice (two overlays of one base) does not conflict with itself.
+#[test]
+fn a_workloadspread_given_twice_is_not_its_own_duplicate() {
+    let zones = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/workloadspread/zones.yaml"
+    ))
+    .unwrap();
+    let duplicates = |texts: &[String]| -> Vec<String> {
+        let mut c = Checker::new(&RuleSet::default());
+        for (i, t) in texts.iter().enumerate() {
+            c.check_text(&format!("{i}.yaml"), t);
+        }
+        c.finish()
+            .diagnostics
+            .iter()
+            .filter(|d| d.message.contains("Duplicate value"))
+            .map(|d| format!("{}: {}", d.file, d.message))
+            .collect()
+    };
+    assert_eq!(
+        duplicates(&[zones.clone(), zones.clone()]),
+        Vec::<String>::new()
+    );
+    let other = zones.replacen("name: web-zones", "name: web-other", 1);
+    assert_eq!(
+        duplicates(&[zones.clone(), zones, other]),
+        ["2.yaml: Duplicate value: \"CloneSet.apps.kruise.io web\": WorkloadSpread web-zones already targets this workload"]
+    );
+}
+
 /// A spill that counts what goes through it.
 struct Counting {
     inner: Vec<u8>,
