@@ -662,7 +662,14 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
     for (a, (na, ta)) in terms.iter().enumerate() {
         for (b, (nb, tb)) in terms.iter().enumerate().skip(a + 1) {
             if let (Some(Some(x)), Some(Some(y))) = (ta, tb) {
-                if x.and(y).satisfiable() {
+                // On a node the workload itself can use: a subset that can never hold a pod
+                // overlaps nothing (it has its own error).
+                let both = x.and(y);
+                let overlap = match &workload {
+                    Some(w) => w.iter().any(|wt| wt.and(&both).satisfiable()),
+                    None => both.satisfiable(),
+                };
+                if overlap {
                     out.push(warn(FieldError::invalid(
                         sp.index(b).child(n.required),
                         json!(y.to_string()),

@@ -291,6 +291,17 @@ fn cross_checks_against_the_workload() {
         json!({}),
     );
     assert_eq!(cross(&overlap, json!({}), None), vec!["Warning spec.subsets[1].requiredNodeSelectorTerm: Invalid value: \"zone In [b]\": subsets \"a\" and \"b\" can both hold on one node, so pods of \"b\" may land in \"a\"'s pool"]);
+    // A subset the workload's own selection rules out overlaps nothing: only its error.
+    assert_eq!(
+        cross(&overlap, json!({"nodeSelector": {"zone": "a"}}), None),
+        vec!["Error spec.subsets[1].requiredNodeSelectorTerm: Invalid value: \"zone In [b]\": subset \"b\" can never hold a pod: \"zone In [b]\" contradicts the workload's own node selection (\"zone In [a]\")"]
+    );
+    // Both within the workload's selection: still an overlap.
+    let within = cross(&overlap, json!({"nodeSelector": {"zone": "b"}}), None);
+    assert!(
+        within.len() == 1 && within[0].contains("can both hold on one node"),
+        "{within:?}"
+    );
     // Caps that admit fewer pods than replicas.
     let capped = ws(
         "v1alpha1",
