@@ -422,9 +422,27 @@ fn test_command_shows_a_diff_when_a_rule_file_changes_verdicts() {
     assert_eq!(r.code, 0);
     let r = run(&["test", suite.to_str().unwrap()], None);
     assert_eq!(r.code, 0, "{}", r.stdout);
-    // No suite at all is a usage error.
+    // A review case cut short is answered as the server answers it, 400 with the reason, not
+    // read as a manifest.
+    std::fs::write(
+        suite.join("broken.validate.json"),
+        r#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionRev"#,
+    )
+    .unwrap();
+    let r = run(&["test", "--update", suite.to_str().unwrap()], None);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let snap = std::fs::read_to_string(suite.join("broken.validate.json.expected.yaml")).unwrap();
+    assert!(
+        snap.ends_with("badRequest: \"request body is not valid JSON: EOF while parsing a string at line 1 column 59\"\nendpoint: validate\n"),
+        "{snap}"
+    );
+    // No suite at all is a usage error, and a path that does not exist says so.
     let r = run(&["test", "/does/not/exist"], None);
     assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        "placement-guard: /does/not/exist: no such file or directory\n"
+    );
     std::fs::remove_dir_all(suite).ok();
 }
 

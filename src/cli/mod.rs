@@ -742,6 +742,9 @@ fn render_report(mut report: crate::ci::report::Report, run: &ReportArgs) -> Exi
 
 fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
     use crate::ci::testsuite::{self, CaseResult};
+    if let Some(d) = dirs.iter().find(|d| !d.exists()) {
+        return fail(format!("{}: no such file or directory", d.display()));
+    }
     let suites = testsuite::find_suites(dirs);
     if suites.is_empty() {
         let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
