@@ -663,6 +663,11 @@ fn check_finds_workloadspread_targets_in_a_cluster_dump() {
         "without the target there is nothing to cross-check: {}",
         r.stdout
     );
+    // ... and stderr says so, so nobody takes it for a full check.
+    assert_eq!(
+        r.stderr,
+        format!("placement-guard: note: {spread}: WorkloadSpread default/api-spread: its target Deployment.apps api is not in the input; the cross-checks against it were skipped\n")
+    );
     let r = run(
         &[
             "check",

@@ -164,6 +164,8 @@ pub struct Checker {
     /// may be in other files).
     spreads: Vec<(String, Object)>,
     targets: Targets,
+    /// Targets were also read from a cluster dump (`--cluster`).
+    with_cluster: bool,
 }
 
 impl Checker {
@@ -186,6 +188,7 @@ impl Checker {
                 index: Vec::new(),
                 sorted: true,
             },
+            with_cluster: false,
         }
     }
 
@@ -193,6 +196,7 @@ impl Checker {
     /// are not checked themselves.
     pub fn add_targets(&mut self, text: &str) -> Result<usize, String> {
         let objects = manifest::parse(text).map_err(|e| e.to_string())?;
+        self.with_cluster = true;
         let before = self.targets.index.len();
         for o in &objects {
             self.targets.add(&o.value);
@@ -466,6 +470,12 @@ impl Checker {
                 }
                 None => None,
             };
+            if let (Some((group, kind, _, name)), None) = (&id, &found) {
+                self.report.notes.push(format!(
+                    "{file}: {object}: its target {kind}.{group} {name} is not in the input{}; the cross-checks against it were skipped",
+                    if self.with_cluster { " nor in --cluster" } else { "" }
+                ));
+            }
             let target = found.as_ref().map(|(spec, w)| Target {
                 spec,
                 replicas: w.replicas,

@@ -86,6 +86,9 @@ pub struct Report {
     /// Every checked object as (file, object), clean ones included (JUnit lists them all).
     #[serde(skip)]
     pub checked: Vec<(String, String)>,
+    /// What was not checked and why, for stderr (not findings: nothing is wrong with the input).
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl Report {

@@ -657,6 +657,11 @@ fn run_check(run: CheckRun) -> ExitCode {
             "no objects in the input (an empty file or stream); pass --allow-empty if that is expected",
         );
     }
+    if !run.report.quiet {
+        for n in &report.notes {
+            eprintln!("placement-guard: note: {n}");
+        }
+    }
     render_report(report, run.report)
 }
 
