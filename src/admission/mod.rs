@@ -504,7 +504,7 @@ mod tests {
             ),
             (
                 pod_update(r#","object":{"spec":{"nodeSelector":"x"}}"#, r#","oldObject":{"spec":{}}"#),
-                "request.object.spec.nodeSelector: cannot read Pod: invalid type: string \"x\", expected a map",
+                "request.object.spec.nodeSelector: cannot read Pod: Invalid value: \"x\": must be an object",
             ),
             (
                 pod_update(r#","object":[1]"#, r#","oldObject":{"spec":{}}"#),

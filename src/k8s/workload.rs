@@ -454,11 +454,72 @@ where
 }
 
 /// serde_json appends ` at line L column C`, relative to the object alone; the path says more.
+/// serde's wording of a value of the wrong type is then said in the apiserver's terms.
 fn strip_position(msg: &str) -> String {
-    match msg.rfind(" at line ") {
-        Some(i) if msg[i..].contains(" column ") => msg[..i].to_string(),
-        _ => msg.to_string(),
-    }
+    let msg = match msg.rfind(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => &msg[..i],
+        _ => msg,
+    };
+    plain_type_error(msg).unwrap_or_else(|| msg.to_string())
+}
+
+/// serde's `invalid type: string "2", expected i32` as `Invalid value: "2": must be a whole
+/// number from -2147483648 to 2147483647 (a quoted number is a string: write it without
+/// quotes)`: what was written, and what the field takes.
+fn plain_type_error(msg: &str) -> Option<String> {
+    let rest = msg
+        .strip_prefix("invalid type: ")
+        .or_else(|| msg.strip_prefix("invalid value: "))?;
+    let (found, expected) = rest.rsplit_once(", expected ")?;
+    let value = match found.split_once(' ') {
+        // `string "2"`, `integer `1``, `floating point `1.5``, `boolean `true``
+        Some(("string", v)) => v.to_string(),
+        Some((_, v)) if v.starts_with('`') => v.trim_matches('`').to_string(),
+        Some(("floating", v)) => v.trim_start_matches("point ").trim_matches('`').to_string(),
+        _ => match found {
+            "sequence" => "a list".to_string(),
+            "map" => "an object".to_string(),
+            "null" | "unit value" => "null".to_string(),
+            other => other.to_string(),
+        },
+    };
+    let takes = match expected {
+        "i32" | "u16" | "i64" | "u32" | "u64" | "u8" | "i8" | "i16" | "usize" | "isize" => {
+            match expected {
+                "i32" => "a whole number from -2147483648 to 2147483647".to_string(),
+                "i64" => {
+                    "a whole number from -9223372036854775808 to 9223372036854775807".to_string()
+                }
+                _ => "a whole number".to_string(),
+            }
+        }
+        "a string" | "a borrowed string" => "a string".to_string(),
+        "a boolean" => "true or false".to_string(),
+        "a sequence" => "a list".to_string(),
+        // k8s-openapi's types expect their own name (`Affinity`).
+        e if e == "a map"
+            || e.starts_with("struct ")
+            || e.chars().next().is_some_and(|c| c.is_ascii_uppercase()) =>
+        {
+            "an object".to_string()
+        }
+        other => other.to_string(),
+    };
+    let quoted_number = found.starts_with("string ")
+        && takes.starts_with("a whole number")
+        && value.trim_matches('"').parse::<i64>().is_ok();
+    let hint = if quoted_number {
+        " (a quoted number is a string: write it without quotes)"
+    } else if takes == "a string"
+        && (found.starts_with("integer")
+            || found.starts_with("floating")
+            || found.starts_with("boolean"))
+    {
+        " (quote it to make it a string)"
+    } else {
+        ""
+    };
+    Some(format!("Invalid value: {value}: must be {takes}{hint}"))
 }
 
 fn not_an_object(kind: Kind) -> ParseError {
@@ -649,6 +710,54 @@ pub fn parse_value(kind: Kind, value: &Value) -> Result<PodTemplate, ParseError>
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A value of the wrong type is said with the value written and what the field takes, not
+    /// in serde's (Rust's) words.
+    #[test]
+    fn type_errors_say_what_was_written_and_what_is_taken() {
+        let pod = |spec: Value| {
+            let e = parse_value(Kind::Pod, &json!({"spec": spec})).unwrap_err();
+            format!("{}: {}", e.path, e.message)
+        };
+        let tsc = |c: Value| pod(json!({"topologySpreadConstraints": [c]}));
+        let cases = [
+            (
+                tsc(json!({"maxSkew": "2"})),
+                "topologySpreadConstraints[0].maxSkew: Invalid value: \"2\": must be a whole number from -2147483648 to 2147483647 (a quoted number is a string: write it without quotes)",
+            ),
+            (
+                tsc(json!({"maxSkew": 1.5})),
+                "topologySpreadConstraints[0].maxSkew: Invalid value: 1.5: must be a whole number from -2147483648 to 2147483647",
+            ),
+            (
+                tsc(json!({"maxSkew": 99_999_999_999_i64})),
+                "topologySpreadConstraints[0].maxSkew: Invalid value: 99999999999: must be a whole number from -2147483648 to 2147483647",
+            ),
+            (
+                tsc(json!({"minDomains": [1]})),
+                "topologySpreadConstraints[0].minDomains: Invalid value: a list: must be a whole number from -2147483648 to 2147483647",
+            ),
+            (
+                pod(json!({"nodeSelector": {"a": 1}})),
+                "nodeSelector.a: Invalid value: 1: must be a string (quote it to make it a string)",
+            ),
+            (
+                pod(json!({"nodeSelector": {"a": true}})),
+                "nodeSelector.a: Invalid value: true: must be a string (quote it to make it a string)",
+            ),
+            (
+                pod(json!({"tolerations": {"key": "k"}})),
+                "tolerations: Invalid value: an object: must be a list",
+            ),
+            (
+                pod(json!({"affinity": "none"})),
+                "affinity: Invalid value: \"none\": must be an object",
+            ),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, format!("spec.{want}"));
+        }
+    }
 
     #[test]
     fn every_kind_finds_its_template() {
