@@ -340,6 +340,9 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
                 .build(),
         )
         .build();
+    // Columns are counted in characters (the YAML parser's), which SARIF must be told: a
+    // reader assuming UTF-16 units would shift every column after a character outside the BMP.
+    const COLUMN_KIND: &str = "unicodeCodePoints";
     let sarif = Sarif::builder()
         .version(serde_json::json!("2.1.0"))
         .schema(serde_sarif::sarif::SCHEMA_URL)
@@ -354,13 +357,18 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
                 Run::builder()
                     .tool(tool)
                     .results(results)
+                    .column_kind(COLUMN_KIND)
                     .original_uri_base_ids(std::collections::BTreeMap::from([(
                         SRCROOT.to_string(),
                         base,
                     )]))
                     .build()
             }
-            None => Run::builder().tool(tool).results(results).build(),
+            None => Run::builder()
+                .tool(tool)
+                .results(results)
+                .column_kind(COLUMN_KIND)
+                .build(),
         }])
         .build();
     let mut s = serde_json::to_string_pretty(&sarif).unwrap_or_default();
