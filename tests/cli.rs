@@ -623,6 +623,35 @@ fn explain_workloadspread_distribution() {
     );
     assert_eq!(r.code, 0, "{}", r.stdout);
     assert!(r.stdout.contains("subset-b  -    0  "), "{}", r.stdout);
+    // A rendered chart: the WorkloadSpread and its target are found among other objects.
+    let dir = temp_dir("ws-chart");
+    let chart = dir.join("chart.yaml");
+    let cloneset = std::fs::read_to_string(&w).unwrap();
+    let spread = std::fs::read_to_string(&ws).unwrap();
+    std::fs::write(
+        &chart,
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: web}}\n---\n{}\n---\n{cloneset}\n---\n{spread}",
+            cloneset.replacen("name: web", "name: api", 1)
+        ),
+    )
+    .unwrap();
+    let c = chart.to_str().unwrap();
+    let r = run(
+        &[
+            "explain",
+            "--workloadspread",
+            c,
+            "--workload",
+            c,
+            "--cluster",
+            &cluster,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    insta::assert_snapshot!("workloadspread_text", r.stdout);
+    std::fs::remove_dir_all(dir).ok();
     let r = run(
         &[
             "explain",
@@ -983,6 +1012,24 @@ fn explain_exits_1_when_no_node_fits() {
     );
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(r.stdout.starts_with("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector."), "{}", r.stdout);
+    // The same pod from stdin.
+    let manifest = std::fs::read(&pod).unwrap();
+    let cluster = format!("{d}/cluster.yaml");
+    let r = run(
+        &["explain", "--cluster", &cluster, "--pod", "-"],
+        Some(&manifest),
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stdout.starts_with("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector."), "{}", r.stdout);
+    let r = run(
+        &["explain", "--cluster", "-", "--pod", "-"],
+        Some(&manifest),
+    );
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        "placement-guard: --pod and --cluster cannot both be read from stdin (-)\n"
+    );
     // An empty dump is a `kubectl get` that failed, not a cluster where nothing fits.
     let empty = dir.join("empty.json");
     std::fs::write(&empty, "").unwrap();

@@ -141,20 +141,50 @@ pub fn workloadspread(
     cluster: Option<&Cluster>,
 ) -> Result<Value, ExplainError> {
     use crate::kruise::workloadspread as wsp;
-    let raw = &ws_objs
-        .first()
-        .ok_or_else(|| ExplainError("no object in the WorkloadSpread file".into()))?
-        .value;
-    if raw["kind"] != "WorkloadSpread" {
-        return Err(ExplainError(format!(
-            "expected a WorkloadSpread, found {}",
-            raw["kind"]
-        )));
-    }
+    // The file's one WorkloadSpread (a rendered chart may hold more objects).
+    let spreads: Vec<&Value> = ws_objs
+        .iter()
+        .map(|o| &o.value)
+        .filter(|v| v["kind"] == "WorkloadSpread")
+        .collect();
+    let raw = match spreads.as_slice() {
+        [one] => *one,
+        [] => {
+            let first = ws_objs
+                .first()
+                .ok_or_else(|| ExplainError("no object in the WorkloadSpread file".into()))?;
+            return Err(ExplainError(format!(
+                "expected a WorkloadSpread, found {}",
+                first.value["kind"]
+            )));
+        }
+        several => {
+            let names: Vec<&str> = several
+                .iter()
+                .map(|v| v["metadata"]["name"].as_str().unwrap_or("?"))
+                .collect();
+            return Err(ExplainError(format!(
+                "the file holds {} WorkloadSpreads ({}); give a file with the one to explain",
+                names.len(),
+                names.join(", ")
+            )));
+        }
+    };
     let ws = &wsp::WorkloadSpread::from_value(raw)
         .map_err(|e| ExplainError(format!("cannot read the WorkloadSpread: {e}")))?;
+    // The workload: the file's first, or among several the one the WorkloadSpread targets.
+    let is_target = |v: &Value| {
+        let api = v["apiVersion"].as_str().unwrap_or("");
+        ws.target().is_some_and(|(g, k, n)| {
+            wsp::parse_group(api) == Some(g.as_str())
+                && v["kind"].as_str() == Some(k.as_str())
+                && v["metadata"]["name"].as_str() == Some(n.as_str())
+        })
+    };
     let w = &workload_objs
-        .first()
+        .iter()
+        .find(|o| is_target(&o.value))
+        .or_else(|| workload_objs.first())
         .ok_or_else(|| ExplainError("no object in the workload file".into()))?
         .value;
     let (api, kind) = (

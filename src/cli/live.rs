@@ -65,7 +65,8 @@ pub enum PodSource<'a> {
 
 pub fn pod_source(arg: &str) -> Result<PodSource<'_>, String> {
     let path = Path::new(arg);
-    if path.is_file() {
+    // `-`: the manifest on stdin (`helm template ... | placement-guard explain --pod -`).
+    if arg == "-" || path.is_file() {
         return Ok(PodSource::File(path));
     }
     let looks_like_file = [".yaml", ".yml", ".json"].iter().any(|e| arg.ends_with(e));

@@ -232,7 +232,7 @@ pub enum Command {
         /// nodes,pods,namespaces -A -o json`), or - for stdin. Without it, the live cluster.
         #[arg(long)]
         cluster: Option<PathBuf>,
-        /// A Pod or workload: a manifest file, or in the live cluster NAME (a pod), pod/NAME,
+        /// A Pod or workload: a manifest file (- for stdin), or in the live cluster NAME (a pod), pod/NAME,
         /// deployment/NAME, sts/NAME, ... A live pod already bound is placed again, without
         /// itself. With --cluster, a NAME is still read from the live cluster, and placed on the
         /// dump's nodes.
@@ -247,10 +247,11 @@ pub enum Command {
         namespace: Option<String>,
         #[command(flatten)]
         live: live::LiveArgs,
-        /// An OpenKruise WorkloadSpread: show how replicas are distributed over its subsets.
+        /// An OpenKruise WorkloadSpread: show how replicas are distributed over its subsets
+        /// (the file's one WorkloadSpread).
         #[arg(long, requires = "workload")]
         workloadspread: Option<PathBuf>,
-        /// The workload the WorkloadSpread targets.
+        /// The workload the WorkloadSpread targets (among the file's objects, the target).
         #[arg(long, requires = "workloadspread")]
         workload: Option<PathBuf>,
         /// With --workloadspread: how many fresh replicas (default: the workload's own).
@@ -815,8 +816,9 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
     }
 }
 
+/// The objects of a manifest file, or of stdin for `-`.
 pub(crate) fn read_objects(path: &PathBuf) -> Result<Vec<crate::k8s::manifest::Object>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = read_input(&path.to_string_lossy())?;
     let text = crate::cli::inputs::decode(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     crate::k8s::manifest::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
 }
@@ -880,6 +882,9 @@ fn run_explain(
     output: ExplainOutput,
 ) -> ExitCode {
     use crate::ci::explain;
+    if pod == "-" && cluster.is_some_and(|c| c.as_os_str() == "-") {
+        return fail("--pod and --cluster cannot both be read from stdin (-)");
+    }
     let dump = match cluster.map(read_cluster).transpose() {
         Ok(c) => c,
         Err(e) => return fail(e),
