@@ -436,6 +436,37 @@ fn test_command_shows_a_diff_when_a_rule_file_changes_verdicts() {
         snap.ends_with("badRequest: \"request body is not valid JSON: EOF while parsing a string at line 1 column 59\"\nendpoint: validate\n"),
         "{snap}"
     );
+    // A snapshot whose case is gone fails the run; --update removes it.
+    std::fs::remove_file(suite.join("broken.validate.json")).unwrap();
+    let r = run(&["test", suite.to_str().unwrap()], None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("broken.validate.json.expected.yaml: a snapshot whose case is gone; restore the case, or `placement-guard test --update` removes it\n"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["test", "--update", suite.to_str().unwrap()], None);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(!suite.join("broken.validate.json.expected.yaml").exists());
+    // A broken rule file fails its suite, and the other suites still run.
+    let other = suite.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("rules.yaml"),
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nope: 1\n",
+    )
+    .unwrap();
+    let r = run(&["test", suite.to_str().unwrap()], None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!(
+            "FAILED  {}:4:3: ",
+            other.join("rules.yaml").display()
+        )),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.ends_with("3 passed, 1 failed\n"), "{}", r.stdout);
     // No suite at all is a usage error, and a path that does not exist says so.
     let r = run(&["test", "/does/not/exist"], None);
     assert_eq!(r.code, 2);

@@ -62,6 +62,23 @@ pub fn cases(suite: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Snapshots whose case is gone (renamed or deleted): stale expectations nobody checks.
+pub fn orphans(suite: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(suite) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.to_str()
+                .and_then(|s| s.strip_suffix(SNAPSHOT_SUFFIX))
+                .is_some_and(|case| !Path::new(case).is_file())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 pub fn snapshot_path(case: &Path) -> PathBuf {
     let mut s = case.as_os_str().to_owned();
     s.push(SNAPSHOT_SUFFIX);

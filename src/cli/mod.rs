@@ -762,10 +762,34 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
     }
     let (mut passed, mut failed, mut updated) = (0, 0, 0);
     for suite in &suites {
+        // A broken rule file fails its suite; the other suites still run.
         let rules = match load_rules(Some(&suite.join(testsuite::RULES_FILE))) {
             Ok(r) => r,
-            Err(e) => return fail(e),
+            Err(e) => {
+                failed += 1;
+                // The error names the file (and the line) already.
+                outln!("FAILED  {e}");
+                continue;
+            }
         };
+        for snap in testsuite::orphans(suite) {
+            let display = snap.display().to_string();
+            if filter.is_some_and(|f| !display.contains(f)) {
+                continue;
+            }
+            if update {
+                match std::fs::remove_file(&snap) {
+                    Ok(()) => outln!("removed {display} (its case is gone)"),
+                    Err(e) => {
+                        failed += 1;
+                        outln!("FAILED  {display}: cannot remove it: {e}");
+                    }
+                }
+            } else {
+                failed += 1;
+                outln!("FAILED  {display}: a snapshot whose case is gone; restore the case, or `placement-guard test --update` removes it");
+            }
+        }
         for case in testsuite::cases(suite) {
             let display = case.display().to_string();
             if filter.is_some_and(|f| !display.contains(f)) {
