@@ -573,7 +573,8 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
             )));
         }
         let count = ws.subsets.len();
-        if count > 1 && caps.last().is_some_and(Option::is_some) {
+        // Kruise tests that the last subset has a maxReplicas at all, valid or not.
+        if count > 1 && ws.subsets.last().is_some_and(|s| s.max_replicas.is_some()) {
             out.push(err(FieldError::invalid(
                 stp.child("adaptive"),
                 seconds,
@@ -604,6 +605,24 @@ pub fn subset_terms(ws: &WorkloadSpread) -> Vec<(&str, Option<Option<Term>>)> {
     ws.subsets
         .iter()
         .map(|s| (s.name.as_str(), s.required.as_ref().map(Term::from_api)))
+        .collect()
+}
+
+/// Subsets whose own term matches no node (a Gt/Lt bound that is not an integer, `In` and
+/// `NotIn` of one value, ...): Kruise accepts them, and their pods can never be scheduled.
+pub fn dead_subsets(ws: &WorkloadSpread) -> Vec<Problem> {
+    let sp = FieldPath::new("spec.subsets");
+    subset_terms(ws)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (name, term))| match term {
+            Some(Some(t)) if !t.satisfiable() => Some(err(FieldError::invalid(
+                sp.index(i).child(ws.names.required),
+                json!(t.to_string()),
+                format!("subset {name:?} can never hold a pod: \"{t}\" matches no node"),
+            ))),
+            _ => None,
+        })
         .collect()
 }
 
@@ -638,6 +657,8 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
                 format!("subset {name:?}: an empty term becomes the pods' only required term and matches no node, so its pods can never be scheduled"),
             ))),
             Some(None) => {}
+            // Reported by [`dead_subsets`] whatever the workload.
+            Some(Some(t)) if !t.satisfiable() => {}
             Some(Some(t)) => {
                 if has_empty_workload_term {
                     out.push(err(FieldError::invalid(

@@ -179,6 +179,15 @@ fn validation_table() {
             ],
         ),
         (
+            // Kruise tests `MaxReplicas != nil`: an invalid cap on the last subset is still one.
+            "Adaptive: an invalid cap on the last subset is still a cap",
+            ws("v1alpha1", json!([{"name": "a"}, {"name": "b", "maxReplicas": "101%"}]), json!({"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 10}}})),
+            vec![
+                "Error spec.subsets[1].maxReplicas: Invalid value: \"101%\": must be a whole percentage between 0% and 100%, e.g. \"20%\"",
+                "Error spec.scheduleStrategy.adaptive: Invalid value: 10: with the adaptive strategy the last subset takes the rest and has no maxReplicas",
+            ],
+        ),
+        (
             // Kruise: "rescheduleCriticalSeconds < 0", also with one subset.
             "a negative rescheduleCriticalSeconds with one subset",
             ws("v1alpha1", json!([{"name": "a"}]), json!({"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": -1}}})),
@@ -632,4 +641,31 @@ fn patches_are_validated_against_the_patched_template() {
     // A subset without a patch is not judged, whatever the template.
     let no_patch = typed(&ws("v1alpha1", json!([{"name": "a"}]), json!({})));
     assert!(validate_patches(&no_patch, &template, &[]).is_empty());
+}
+
+/// A subset whose own term matches no node is reported whatever the workload, once.
+#[test]
+fn subsets_whose_term_matches_no_node() {
+    let v = ws(
+        "v1alpha1",
+        json!([
+            {"name": "gt", "requiredNodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "Gt", "values": ["zoneB"]}]}},
+            {"name": "both", "requiredNodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}, {"key": "zone", "operator": "NotIn", "values": ["a"]}]}},
+            {"name": "fine", "requiredNodeSelectorTerm": zone("a")}
+        ]),
+        json!({}),
+    );
+    let dead: Vec<String> = dead_subsets(&typed(&v))
+        .iter()
+        .map(|p| format!("{:?} {}", p.level, p.error))
+        .collect();
+    assert_eq!(
+        dead,
+        [
+            "Error spec.subsets[0].requiredNodeSelectorTerm: Invalid value: \"zone Gt zoneB\": subset \"gt\" can never hold a pod: \"zone Gt zoneB\" matches no node",
+            "Error spec.subsets[1].requiredNodeSelectorTerm: Invalid value: \"zone In [a], zone NotIn [a]\": subset \"both\" can never hold a pod: \"zone In [a], zone NotIn [a]\" matches no node",
+        ]
+    );
+    // The cross-checks do not say it again, nor call it an overlap.
+    assert!(cross(&v, json!({"nodeSelector": {"zone": "a"}}), None).is_empty());
 }
