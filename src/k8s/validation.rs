@@ -13,24 +13,64 @@ const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const DNS1123_SUBDOMAIN_FMT: &str =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
-fn alnum(c: char) -> bool {
-    c.is_ascii_alphanumeric()
-}
+// The patterns are ASCII: matching bytes is matching characters (a byte of a multi-byte
+// character is never ASCII), without decoding.
 
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
 fn is_qualified_name_part(s: &str) -> bool {
-    let (Some(first), Some(last)) = (s.chars().next(), s.chars().last()) else {
+    let b = s.as_bytes();
+    let (Some(first), Some(last)) = (b.first(), b.last()) else {
         return false;
     };
-    alnum(first) && alnum(last) && s.chars().all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
+    first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 pub fn is_dns1123_label(s: &str) -> bool {
-    let (Some(first), Some(last)) = (s.chars().next(), s.chars().last()) else {
+    let b = s.as_bytes();
+    let (Some(first), Some(last)) = (b.first(), b.last()) else {
         return false;
     };
-    let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    ok(first) && ok(last) && s.chars().all(|c| ok(c) || c == '-')
+    let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    ok(first) && ok(last) && b.iter().all(|c| ok(c) || *c == b'-')
+}
+
+/// Whether [`qualified_name_errors`] has nothing to say, without building its messages (a label
+/// key checked on every admission).
+pub fn is_qualified_name(value: &str) -> bool {
+    let b = value.as_bytes();
+    let (prefix, name) = match b.iter().position(|&c| c == b'/') {
+        Some(i) => (Some(&b[..i]), &b[i + 1..]),
+        None => (None, b),
+    };
+    prefix.is_none_or(is_dns1123_subdomain)
+        && name.len() <= 63
+        && name.first().is_some_and(u8::is_ascii_alphanumeric)
+        && name.last().is_some_and(u8::is_ascii_alphanumeric)
+        && name
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// `IsDNS1123Subdomain` in one pass: each `.`-separated label starts and ends with a lowercase
+/// letter or digit, with `-` only inside.
+fn is_dns1123_subdomain(b: &[u8]) -> bool {
+    let lower = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    // The byte before, or `.` at the start of a label.
+    let mut prev = b'.';
+    for &c in b {
+        let ok = match c {
+            b'.' | b'-' => prev != b'.' && (c == b'-' || lower(prev)),
+            c => lower(c),
+        };
+        if !ok {
+            return false;
+        }
+        prev = c;
+    }
+    !b.is_empty() && b.len() <= 253 && lower(prev)
 }
 
 /// `IsDNS1123Subdomain`'s messages. Lengths are in bytes, as `MaxLenError` says them since 1.3x
@@ -94,6 +134,9 @@ pub fn label_value_errors(value: &str) -> Vec<String> {
 
 /// `ValidateLabelName`
 pub fn validate_label_name(name: &str, path: &FieldPath) -> Vec<FieldError> {
+    if is_qualified_name(name) {
+        return Vec::new();
+    }
     qualified_name_errors(name)
         .into_iter()
         .map(|m| FieldError::invalid(path.clone(), json!(name), m))
@@ -275,6 +318,61 @@ pub fn validate_toleration(t: &Toleration, path: &FieldPath) -> Vec<FieldError> 
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    /// The quick test agrees with the messages on every shape.
+    #[test]
+    fn is_qualified_name_agrees_with_the_messages() {
+        let long = "a".repeat(64);
+        let long_prefix = format!("{}/a", "b".repeat(254));
+        for v in [
+            "",
+            "a",
+            "A",
+            "app",
+            "app.kubernetes.io/name",
+            "/a",
+            "a/",
+            "a/b/c",
+            "-a",
+            "a-",
+            "a_b.c-d",
+            "Example.com/x",
+            "example.com/X1",
+            "é",
+            "zoné",
+            "exämple.com/a",
+            "a b",
+            " a",
+            "a.",
+            ".a",
+            "a..b/c",
+            "a/.b",
+            long.as_str(),
+            long_prefix.as_str(),
+            "kubernetes.io/hostname",
+            "topology.kubernetes.io/zone",
+            "1/2",
+            "a/b_",
+            "a-b.c/x",
+            "a.-b/x",
+            "a-.b/x",
+            "-a.b/x",
+            "a.b-/x",
+            "ab--c.d/x",
+            "A.b/x",
+            "a_b.c/x",
+            "./x",
+            "a./x",
+            "9.9/x",
+            "a.b.c.d.e/y.z",
+        ] {
+            assert_eq!(
+                is_qualified_name(v),
+                qualified_name_errors(v).is_empty(),
+                "{v:?}"
+            );
+        }
+    }
 
     #[test]
     fn qualified_names() {

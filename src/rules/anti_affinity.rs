@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{Action, Finding, Input, ObjectKind, Request, Rule, RuleId, RuleMeta, Verdict};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::semantic::SemEq;
-use crate::k8s::validation::validate_label_name;
+use crate::k8s::validation::{is_qualified_name, validate_label_name};
 use crate::k8s::workload::PodTemplate;
 
 pub const ID: RuleId = RuleId::new("hard-anti-affinity");
@@ -238,8 +238,8 @@ pub fn check(
             continue;
         }
         let scope = scope_of(term);
-        let invalid = invalid_key(term, &base.index(i).child("topologyKey"));
-        if !invalid.is_empty() {
+        if !is_qualified_name(&term.topology_key) {
+            let invalid = invalid_key(term, &base.index(i).child("topologyKey"));
             // Not a topology at all: the apiserver refuses the object, so say what it will say
             // instead of calling the key wide.
             out.extend(invalid.into_iter().map(|error| Flagged {
