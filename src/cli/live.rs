@@ -140,7 +140,7 @@ pub fn explain(
         let source_is_live = matches!(source, PodSource::Live(..));
         let target = match source {
             PodSource::File(path) => {
-                let objs = super::read_objects(&path.to_path_buf())?;
+                let objs = super::read_objects(path)?;
                 let (template, namespace) = crate::ci::explain::pod_from(&objs)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
                 Target {

@@ -841,7 +841,9 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
 }
 
 /// The objects of a manifest file, or of stdin for `-`.
-pub(crate) fn read_objects(path: &PathBuf) -> Result<Vec<crate::k8s::manifest::Object>, String> {
+pub(crate) fn read_objects(
+    path: &std::path::Path,
+) -> Result<Vec<crate::k8s::manifest::Object>, String> {
     let bytes = read_input(&path.to_string_lossy())?;
     let text = crate::cli::inputs::decode(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     crate::k8s::manifest::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
@@ -916,7 +918,7 @@ fn run_explain(
     let results = match (&dump, live::pod_source(pod)) {
         // A dump and a manifest: nothing to ask the API server.
         (Some(snapshot), Ok(live::PodSource::File(path))) => {
-            let pod_objs = match read_objects(&path.to_path_buf()) {
+            let pod_objs = match read_objects(path) {
                 Ok(o) => o,
                 Err(e) => return fail(e),
             };

@@ -41,37 +41,72 @@ pub fn is_dns1123_label(s: &str) -> bool {
 /// key checked on every admission).
 pub fn is_qualified_name(value: &str) -> bool {
     let b = value.as_bytes();
-    let (prefix, name) = match b.iter().position(|&c| c == b'/') {
-        Some(i) => (Some(&b[..i]), &b[i + 1..]),
-        None => (None, b),
-    };
-    prefix.is_none_or(is_dns1123_subdomain)
-        && name.len() <= 63
-        && name.first().is_some_and(u8::is_ascii_alphanumeric)
-        && name.last().is_some_and(u8::is_ascii_alphanumeric)
-        && name
-            .iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// `IsDNS1123Subdomain` in one pass: each `.`-separated label starts and ends with a lowercase
-/// letter or digit, with `-` only inside.
-fn is_dns1123_subdomain(b: &[u8]) -> bool {
-    let lower = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    // The byte before, or `.` at the start of a label.
+    // One pass over a DNS-subdomain prefix, up to its `/`: each `.`-separated label starts and
+    // ends with a lowercase letter or digit, with `-` only inside. `prev` is the byte before,
+    // `.` at the start of a label.
     let mut prev = b'.';
-    for &c in b {
-        let ok = match c {
-            b'.' | b'-' => prev != b'.' && (c == b'-' || lower(prev)),
-            c => lower(c),
+    let mut slash = None;
+    for (i, &c) in b.iter().enumerate() {
+        let class = CLASS[usize::from(c)];
+        let ok = if class & LOWER_ALNUM != 0 {
+            true
+        } else if c == b'-' {
+            prev != b'.'
+        } else if c == b'.' {
+            CLASS[usize::from(prev)] & LOWER_ALNUM != 0
+        } else if c == b'/' {
+            slash = Some(i);
+            break;
+        } else {
+            // Not a prefix, but maybe a name without one (`MyName`, `a_b`).
+            break;
         };
         if !ok {
-            return false;
+            break;
         }
         prev = c;
     }
-    !b.is_empty() && b.len() <= 253 && lower(prev)
+    let name = match slash {
+        Some(i) => {
+            let prefix_ok = i > 0 && i <= 253 && CLASS[usize::from(prev)] & LOWER_ALNUM != 0;
+            if !prefix_ok {
+                return false;
+            }
+            &b[i + 1..]
+        }
+        None => b,
+    };
+    let (Some(&first), Some(&last)) = (name.first(), name.last()) else {
+        return false;
+    };
+    name.len() <= 63
+        && CLASS[usize::from(first)] & ALNUM != 0
+        && CLASS[usize::from(last)] & ALNUM != 0
+        && name.iter().all(|&c| CLASS[usize::from(c)] & NAME != 0)
 }
+
+const LOWER_ALNUM: u8 = 1;
+const ALNUM: u8 = 2;
+const NAME: u8 = 4;
+/// Per byte: lowercase letter or digit, letter or digit, name character (also `-_.`).
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        let lower = b.is_ascii_lowercase() || b.is_ascii_digit();
+        let alnum = b.is_ascii_alphanumeric();
+        t[c] = (if lower { LOWER_ALNUM } else { 0 })
+            | (if alnum { ALNUM | NAME } else { 0 })
+            | (if matches!(b, b'-' | b'_' | b'.') {
+                NAME
+            } else {
+                0
+            });
+        c += 1;
+    }
+    t
+};
 
 /// `IsDNS1123Subdomain`'s messages. Lengths are in bytes, as `MaxLenError` says them since 1.3x
 /// (measured against kube-apiserver v1.36.2).
