@@ -67,9 +67,27 @@ pub struct NodeUsage {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Placed {
     pub node: u32,
-    /// The pod's label set; `None` for a terminating pod, which holds resources but no longer
-    /// counts for affinity and spreading.
-    pub set: Option<u32>,
+    /// The pod's label set.
+    pub set: u32,
+    /// A terminating pod still counts for inter-pod affinity (kube-scheduler's InterPodAffinity
+    /// sees every pod on the node) but no longer for spreading (PodTopologySpread skips it).
+    pub terminating: bool,
+}
+
+/// The pods of one label set on one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub set: usize,
+    /// Not terminating: what topology spread counts.
+    pub live: u32,
+    pub terminating: u32,
+}
+
+impl Group {
+    /// Every pod of the group: what inter-pod affinity counts.
+    pub fn all(&self) -> u32 {
+        self.live + self.terminating
+    }
 }
 
 /// The compact snapshot: no pod objects, only per-node totals, interned label sets with counts
@@ -81,16 +99,17 @@ pub struct Cluster {
     pub usage: Vec<NodeUsage>,
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     node_index: HashMap<String, usize>,
-    /// Interned label sets of live (not terminating) pods. A set no pod holds any more is
-    /// emptied and its slot reused.
+    /// Interned label sets of bound pods. A set no pod holds any more is emptied and its slot
+    /// reused.
     pub label_sets: Vec<LabelSet>,
     label_set_index: HashMap<LabelSet, usize>,
     /// How many holders (pods of the snapshot, or a store's entries) each set has.
     set_refs: Vec<u32>,
     free_sets: Vec<usize>,
-    /// Per node: (label set, number of live pods with it).
-    pub groups_by_node: Vec<Vec<(usize, u32)>>,
-    /// Required anti-affinity terms of live pods: (node, owner's label set, term).
+    /// Per node: the label sets of its pods, with how many pods of each.
+    pub groups_by_node: Vec<Vec<Group>>,
+    /// Required anti-affinity terms of bound pods, terminating ones included (they still
+    /// repel until they are gone): (node, owner's label set, term).
     pub anti_terms: Vec<(usize, usize, PodAffinityTerm)>,
     /// Node label key → value → the nodes carrying it, so that a selector visits only the
     /// nodes it can match.
@@ -165,8 +184,8 @@ impl Cluster {
         let last = self.nodes.len() - 1;
         let labels = std::mem::take(&mut self.nodes[i].labels);
         self.index_labels(i, &labels, false);
-        for (set, n) in std::mem::take(&mut self.groups_by_node[i]) {
-            self.release_n(set, n);
+        for g in std::mem::take(&mut self.groups_by_node[i]) {
+            self.release_n(g.set, g.all());
         }
         self.anti_terms.retain(|(n, _, _)| *n != i);
         if last != i {
@@ -297,27 +316,38 @@ impl Cluster {
         }
     }
 
-    /// Folds a pod into node `i`'s totals; `set` (when not terminating) is a reference the
-    /// placement now holds.
-    pub fn place(&mut self, i: usize, set: Option<u32>, pod: &PodUsage) -> Placed {
+    /// Folds a pod into node `i`'s totals; `set` is a reference the placement now holds.
+    pub fn place(&mut self, i: usize, set: u32, terminating: bool, pod: &PodUsage) -> Placed {
         let u = &mut self.usage[i];
         u.pods += 1;
         u.requested.add(&pod.requests);
         u.host_ports.extend(pod.host_ports.iter().cloned());
-        if let Some(set) = set {
-            let groups = &mut self.groups_by_node[i];
-            let s = set as usize;
-            match groups.iter_mut().find(|(x, _)| *x == s) {
-                Some((_, n)) => *n += 1,
-                None => groups.push((s, 1)),
+        let groups = &mut self.groups_by_node[i];
+        let s = set as usize;
+        let g = match groups.iter().position(|g| g.set == s) {
+            Some(k) => &mut groups[k],
+            None => {
+                groups.push(Group {
+                    set: s,
+                    live: 0,
+                    terminating: 0,
+                });
+                let last = groups.len() - 1;
+                &mut groups[last]
             }
-            for t in &pod.anti_affinity {
-                self.anti_terms.push((i, s, t.clone()));
-            }
+        };
+        if terminating {
+            g.terminating += 1;
+        } else {
+            g.live += 1;
+        }
+        for t in &pod.anti_affinity {
+            self.anti_terms.push((i, s, t.clone()));
         }
         Placed {
             node: i as u32,
             set,
+            terminating,
         }
     }
 
@@ -334,14 +364,17 @@ impl Cluster {
                 u.host_ports.swap_remove(k);
             }
         }
-        let Some(set) = placed.set else {
-            return;
-        };
+        let set = placed.set;
         let s = set as usize;
         let groups = &mut self.groups_by_node[i];
-        if let Some(k) = groups.iter().position(|(x, _)| *x == s) {
-            groups[k].1 -= 1;
-            if groups[k].1 == 0 {
+        if let Some(k) = groups.iter().position(|g| g.set == s) {
+            let g = &mut groups[k];
+            if placed.terminating {
+                g.terminating = g.terminating.saturating_sub(1);
+            } else {
+                g.live = g.live.saturating_sub(1);
+            }
+            if g.all() == 0 {
                 groups.swap_remove(k);
             }
         }
@@ -362,8 +395,8 @@ impl Cluster {
         let i = self
             .node_index(node)
             .ok_or_else(|| Self::unknown(&pod, node))?;
-        let set = (!pod.terminating).then(|| self.intern_set(pod.namespace, pod.labels));
-        Ok(self.place(i, set, &pod.usage))
+        let set = self.intern_set(pod.namespace, pod.labels);
+        Ok(self.place(i, set, pod.terminating, &pod.usage))
     }
 
     /// Takes a pod added with [`Cluster::add_pod`] off its node again: a bound pod explained as
@@ -372,22 +405,18 @@ impl Cluster {
         let i = self
             .node_index(node)
             .ok_or_else(|| Self::unknown(pod, node))?;
-        let set = if pod.terminating {
-            None
-        } else {
-            let key = LabelSet {
-                namespace: pod.namespace.clone(),
-                labels: pod.labels.clone(),
-            };
-            match self.label_set_index.get(&key) {
-                Some(&s) => Some(s as u32),
-                None => return Ok(()),
-            }
+        let key = LabelSet {
+            namespace: pod.namespace.clone(),
+            labels: pod.labels.clone(),
+        };
+        let Some(&set) = self.label_set_index.get(&key) else {
+            return Ok(());
         };
         self.unplace(
             Placed {
                 node: i as u32,
-                set,
+                set: set as u32,
+                terminating: pod.terminating,
             },
             &pod.usage,
         );

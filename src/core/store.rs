@@ -158,8 +158,8 @@ impl Store {
         }
         for k in self.waiting.remove(&name).unwrap_or_default() {
             if let Some(e) = self.pods.get_mut(&k) {
-                let set = (!e.terminating).then(|| self.cluster.retain_set(e.set));
-                e.placed = Some(self.cluster.place(i, set, &e.usage));
+                let set = self.cluster.retain_set(e.set);
+                e.placed = Some(self.cluster.place(i, set, e.terminating, &e.usage));
             }
         }
     }
@@ -215,8 +215,8 @@ impl Store {
         }
         self.delete_pod(&k);
         let placed = self.cluster.node_index(&node).map(|i| {
-            let held = (!pod.terminating).then(|| self.cluster.retain_set(set));
-            self.cluster.place(i, held, &pod.usage)
+            let held = self.cluster.retain_set(set);
+            self.cluster.place(i, held, pod.terminating, &pod.usage)
         });
         if placed.is_none() {
             self.waiting

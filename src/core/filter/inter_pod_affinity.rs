@@ -124,8 +124,9 @@ impl<'a> InterPodAffinity<'a> {
                 })
                 .collect();
             for (node, groups) in cluster.nodes.iter().zip(&cluster.groups_by_node) {
-                for &(set, n) in groups {
-                    let n = i64::from(n);
+                // Terminating pods count: InterPodAffinity sees every pod of the node.
+                for g in groups {
+                    let (set, n) = (g.set, i64::from(g.all()));
                     if all_affinity.get(set) {
                         for t in &affinity {
                             if let Some(p) = t.pair(node) {

@@ -418,10 +418,12 @@ fn inter_pod_affinity_and_anti_affinity() {
         feasible(&c, &pod(json!({"app": "api"}), json!({}))).len(),
         4
     );
-    // Terminating pods no longer count.
+    // Terminating pods still count, both ways: kube-scheduler's InterPodAffinity sees every
+    // pod of a node (only PodTopologySpread skips them; kubernetes#87621, #111793). Measured
+    // against kube-scheduler v1.36.2.
     let mut leaving = bound("default", &[("app", "db")]);
     leaving.terminating = true;
-    let c = cluster(nodes(), vec![("n1", leaving)]);
+    let c = cluster(nodes(), vec![("n1", leaving.clone())]);
     assert_eq!(
         feasible(
             &c,
@@ -430,8 +432,34 @@ fn inter_pod_affinity_and_anti_affinity() {
                 anti(term(json!({"app": "db"}), json!({})))
             )
         ),
-        names(&["n1", "n2", "n3", "n4"])
+        names(&["n3", "n4"])
     );
+    leaving.usage.anti_affinity = vec![serde_json::from_value(
+        json!({"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}),
+    )
+    .unwrap()];
+    let c = cluster(nodes(), vec![("n1", leaving)]);
+    assert_eq!(
+        feasible(&c, &pod(json!({"app": "web"}), json!({}))),
+        names(&["n3", "n4"])
+    );
+}
+
+/// Topology spread does not count a terminating pod (kube-scheduler #87621), while inter-pod
+/// affinity still does.
+#[test]
+fn spreading_skips_terminating_pods() {
+    let mut leaving = bound("default", &[("app", "web")]);
+    leaving.terminating = true;
+    let c = cluster(
+        vec![node("n1", &[(ZONE, "a")]), node("n2", &[(ZONE, "b")])],
+        vec![("n1", leaving.clone()), ("n1", leaving)],
+    );
+    let spread_pod = pod(
+        json!({"app": "web"}),
+        json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({"labelSelector": {"matchLabels": {"app": "web"}}}))]}),
+    );
+    assert_eq!(feasible(&c, &spread_pod), names(&["n1", "n2"]));
 }
 
 #[test]

@@ -90,10 +90,11 @@ impl<'a> PodTopologySpread<'a> {
                         continue;
                     }
                     let count = cache.map_or(0, |c| {
+                        // Terminating pods are not counted (kube-scheduler #87621).
                         cluster.groups_by_node[i]
                             .iter()
-                            .filter(|(set, _)| caches[c].get(*set))
-                            .map(|(_, n)| i64::from(*n))
+                            .filter(|g| caches[c].get(g.set))
+                            .map(|g| i64::from(g.live))
                             .sum()
                     });
                     let value = node.labels.get(s.key).map(String::as_str).unwrap_or("");

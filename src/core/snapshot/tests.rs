@@ -1,4 +1,5 @@
 use super::*;
+use crate::core::cluster::Group;
 
 const JSON_DUMP: &str = r#"{"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": [
   {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "early", "namespace": "web", "labels": {"app": "web"},
@@ -98,9 +99,17 @@ fn check(c: &Cluster, counts: &Counts) {
     assert_eq!(u.requested.memory, 64 << 20);
     assert_eq!(u.host_ports.len(), 1);
     assert_eq!(u.host_ports[0].port, 8080);
-    // The two live pods of web share one label set; the terminating one is not counted there.
+    // The two live pods of web and the terminating one share one label set; spreading counts
+    // the live ones, inter-pod affinity all three.
     assert_eq!(c.label_sets.len(), 1);
-    assert_eq!(c.groups_by_node[n1], vec![(0, 2)]);
+    assert_eq!(
+        c.groups_by_node[n1],
+        vec![Group {
+            set: 0,
+            live: 2,
+            terminating: 1
+        }]
+    );
     assert_eq!(c.anti_terms.len(), 1);
     assert_eq!(
         c.namespace_labels("web")["kubernetes.io/metadata.name"],
@@ -146,7 +155,14 @@ fn a_pod_can_be_taken_off_its_node_again() {
     c.remove_pod("n1", &pod).unwrap();
     assert_eq!(c.usage[n1].pods, 2);
     assert_eq!(c.usage[n1].requested.milli_cpu, 350);
-    assert_eq!(c.groups_by_node[n1], vec![(0, 1)]);
+    assert_eq!(
+        c.groups_by_node[n1],
+        vec![Group {
+            set: 0,
+            live: 1,
+            terminating: 1
+        }]
+    );
     assert!(c.anti_terms.is_empty());
 }
 

@@ -26,7 +26,12 @@ fn pod(name: &str, node: &str, app: &str, cpu: &str) -> SlimObject {
 /// Everything the filters read, by name rather than by index, so that two clusters built in
 /// different orders compare equal.
 /// Per node: labels, pod count, requested CPU, live label sets with their counts.
-type NodeCanon = (BTreeMap<String, String>, u32, i64, Vec<(LabelSet, u32)>);
+type NodeCanon = (
+    BTreeMap<String, String>,
+    u32,
+    i64,
+    Vec<(LabelSet, u32, u32)>,
+);
 
 #[derive(Debug, PartialEq)]
 struct Canon {
@@ -38,9 +43,9 @@ struct Canon {
 fn canon(c: &Cluster) -> Canon {
     let mut nodes = BTreeMap::new();
     for (i, n) in c.nodes.iter().enumerate() {
-        let mut groups: Vec<(LabelSet, u32)> = c.groups_by_node[i]
+        let mut groups: Vec<(LabelSet, u32, u32)> = c.groups_by_node[i]
             .iter()
-            .map(|(s, k)| (c.label_sets[*s].clone(), *k))
+            .map(|g| (c.label_sets[g.set].clone(), g.live, g.terminating))
             .collect();
         groups.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
         nodes.insert(
@@ -122,7 +127,7 @@ fn pods_wait_for_their_node_and_updates_are_undone_exactly() {
     assert_eq!(s.cluster().usage[0].requested.milli_cpu, 2000);
     let live: Vec<_> = s.cluster().groups_by_node[0]
         .iter()
-        .map(|(set, n)| (s.cluster().label_sets[*set].labels["app"].clone(), *n))
+        .map(|g| (s.cluster().label_sets[g.set].labels["app"].clone(), g.live))
         .collect();
     assert_eq!(live, vec![("api".to_string(), 1)]);
     // The freed set's slot is reused rather than grown.
