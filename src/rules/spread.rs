@@ -14,6 +14,7 @@ use super::{
     Action, AddOp, Finding, Input, Note, ObjectKind, Operation, Patch, Phase, Request, Rule,
     RuleId, RuleMeta, Verdict, Voice,
 };
+use crate::core::filter::has_no_requirements;
 use crate::core::labels::selector_matches;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::json_text;
@@ -568,6 +569,16 @@ pub fn warnings(t: &PodTemplate, labels: &BTreeMap<String, String>) -> Vec<Field
                 p,
                 "without a labelSelector the constraint counts no pods and spreads nothing; select this workload's own pods",
             )),
+            Some(sel)
+                if has_no_requirements(sel)
+                    && c.match_label_keys.as_ref().is_none_or(Vec::is_empty) =>
+            {
+                out.push(FieldError::invalid(
+                    p,
+                    json!({}),
+                    "kube-scheduler v1.27 to v1.36 counts no pods for an empty labelSelector (kubernetes#141339), so the constraint spreads nothing there; select this workload's own pods with matchLabels",
+                ))
+            }
             // An invalid selector is an error of its own; saying it does not match adds nothing.
             Some(sel)
                 if validate_label_selector(sel, &p).is_empty()

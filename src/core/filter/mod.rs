@@ -12,6 +12,8 @@ mod node_unschedulable;
 mod taint_toleration;
 mod topology_spread;
 
+pub use topology_spread::has_no_requirements;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};

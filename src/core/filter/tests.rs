@@ -462,6 +462,52 @@ fn spreading_skips_terminating_pods() {
     assert_eq!(feasible(&c, &spread_pod), names(&["n1", "n2"]));
 }
 
+/// kube-scheduler v1.27 to v1.36 counts no pod for `labelSelector: {}` (kubernetes#141339):
+/// the constraint never blocks. With matchLabelKeys the merged selector has requirements and
+/// counts as usual. Measured against kube-scheduler v1.36.2.
+#[test]
+fn an_empty_spread_selector_counts_no_pods_as_in_v1_36() {
+    let c = cluster(
+        vec![
+            node("n1", &[(ZONE, "a")]),
+            node("n2", &[(ZONE, "b")]),
+            node("n3", &[(ZONE, "c")]),
+        ],
+        vec![
+            ("n1", bound("default", &[("app", "web")])),
+            ("n1", bound("default", &[("app", "web")])),
+        ],
+    );
+    let with = |extra: Value| {
+        let mut c = spread(ZONE, 1, json!({}));
+        if let (Some(c), Value::Object(e)) = (c.as_object_mut(), extra) {
+            c.extend(e);
+        }
+        pod(
+            json!({"app": "web"}),
+            json!({ "topologySpreadConstraints": [c] }),
+        )
+    };
+    assert_eq!(
+        feasible(&c, &with(json!({"labelSelector": {}}))),
+        names(&["n1", "n2", "n3"])
+    );
+    assert_eq!(
+        feasible(
+            &c,
+            &with(json!({"labelSelector": {"matchExpressions": []}, "minDomains": 5}))
+        ),
+        names(&["n1", "n2", "n3"])
+    );
+    assert_eq!(
+        feasible(
+            &c,
+            &with(json!({"labelSelector": {}, "matchLabelKeys": ["app"]}))
+        ),
+        names(&["n2", "n3"])
+    );
+}
+
 #[test]
 fn topology_spread_details() {
     let foo = |ns: &str| bound(ns, &[("foo", "bar")]);

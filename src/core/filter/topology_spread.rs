@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::node_affinity::NodeAffinity;
 use super::taint_toleration::TaintToleration;
@@ -20,6 +21,12 @@ struct Constraint<'a> {
     counts: HashMap<&'a str, i64>,
     /// The global minimum, or `None` when no node is eligible.
     min: Option<i64>,
+}
+
+/// A selector with neither labels nor expressions (`{}`).
+pub fn has_no_requirements(s: &LabelSelector) -> bool {
+    s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+        && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
 }
 
 pub(super) struct PodTopologySpread<'a> {
@@ -46,14 +53,19 @@ impl<'a> PodTopologySpread<'a> {
         let mut cache_of: Vec<Option<usize>> = Vec::new();
         let mut out: Vec<Constraint> = Vec::new();
         for c in &constraints {
-            let selector = merged_selector(
+            let merged = merged_selector(
                 c.label_selector.as_ref(),
                 c.match_label_keys.as_deref(),
                 None,
                 pod_labels,
-            )
-            .map(|s| Selector::compile(&s));
-            let cache = selector.as_ref().map(|sel| {
+            );
+            // kube-scheduler v1.27 to v1.36 counts no pod for a selector without requirements
+            // (`labelSelector: {}`, which matches every pod): countPodsMatchSelector returns 0
+            // when `selector.Empty()` (kubernetes#141339, fixed after v1.36). The pod itself
+            // still matches it.
+            let counts_nothing = merged.as_ref().is_some_and(has_no_requirements);
+            let selector = merged.map(|s| Selector::compile(&s));
+            let cache = selector.as_ref().filter(|_| !counts_nothing).map(|sel| {
                 selectors.iter().position(|s| s == sel).unwrap_or_else(|| {
                     caches.push(SetMatches::new(cluster, |set| {
                         set.namespace == namespace && sel.matches(&set.labels)
