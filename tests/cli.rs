@@ -622,36 +622,24 @@ fn explain_workloadspread_distribution() {
     let ws = format!("{d}/workloadspread/zones.yaml");
     let w = format!("{d}/workloadspread/cloneset.yaml");
     let cluster = format!("{d}/explain/cluster.yaml");
-    let r = run(
-        &[
+    let on_cluster = |ws: &str, w: &str, more: &[&str]| {
+        let args = [
             "explain",
             "--workloadspread",
-            &ws,
+            ws,
             "--workload",
-            &w,
+            w,
             "--cluster",
             &cluster,
-        ],
-        None,
-    );
+        ];
+        run(&[&args[..], more].concat(), None)
+    };
+    let r = on_cluster(&ws, &w, &[]);
     // subset-b's 2 pods fit no node: they would stay Pending.
     assert_eq!(r.code, 1, "{}", r.stderr);
     insta::assert_snapshot!("workloadspread_text", r.stdout);
     // With 3 replicas subset-a takes them all, and every pod has a node.
-    let r = run(
-        &[
-            "explain",
-            "--workloadspread",
-            &ws,
-            "--workload",
-            &w,
-            "--cluster",
-            &cluster,
-            "--replicas",
-            "3",
-        ],
-        None,
-    );
+    let r = on_cluster(&ws, &w, &["--replicas", "3"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
     assert!(r.stdout.contains("subset-b  -    0  "), "{}", r.stdout);
     // A rendered chart: the WorkloadSpread and its target are found among other objects.
@@ -668,18 +656,7 @@ fn explain_workloadspread_distribution() {
     )
     .unwrap();
     let c = chart.to_str().unwrap();
-    let r = run(
-        &[
-            "explain",
-            "--workloadspread",
-            c,
-            "--workload",
-            c,
-            "--cluster",
-            &cluster,
-        ],
-        None,
-    );
+    let r = on_cluster(c, c, &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     insta::assert_snapshot!("workloadspread_text", r.stdout);
     std::fs::remove_dir_all(dir).ok();
