@@ -659,6 +659,37 @@ fn explain_workloadspread_distribution() {
     let r = on_cluster(c, c, &[]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     insta::assert_snapshot!("workloadspread_text", r.stdout);
+    // The same chart on stdin, read once for both.
+    let text = std::fs::read(&chart).unwrap();
+    let args = [
+        "explain",
+        "--workloadspread",
+        "-",
+        "--workload",
+        "-",
+        "--cluster",
+        &cluster,
+    ];
+    let r = run(&args, Some(&text));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    insta::assert_snapshot!("workloadspread_text", r.stdout);
+    let r = run(
+        &[
+            "explain",
+            "--workloadspread",
+            "-",
+            "--workload",
+            c,
+            "--cluster",
+            "-",
+        ],
+        Some(&text),
+    );
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        "placement-guard: --cluster and the WorkloadSpread or workload cannot both be read from stdin (-)\n"
+    );
     std::fs::remove_dir_all(dir).ok();
     let r = run(
         &[

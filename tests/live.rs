@@ -458,38 +458,63 @@ fn scheduler_semantics(api: &ApiServer) {
         p["spec"]["schedulingGates"] = json!([{"name": "placement-guard.test/hold"}]);
         p
     };
-    let place = |name: &str| -> (Vec<String>, String) {
-        let before = feasible(&pg(&admin, &["explain", "--pod", name, "-o", "json"]));
+    // explain's verdict on the gated pod, then where the scheduler put it once ungated: the
+    // node it was bound to, or the message of its Unschedulable condition.
+    let place = |name: &str| -> (Run, Result<String, String>) {
+        let explained = pg(&admin, &["explain", "--pod", name, "-o", "json"]);
         let (code, body) = api.patch(
             &format!("{pods}/{name}"),
             &json!({"spec": {"schedulingGates": null}}),
         );
         assert_eq!(code, 200, "{body}");
-        let mut bound = String::new();
-        api.eventually(&format!("{name} bound"), || {
+        let mut outcome = Err(String::new());
+        api.eventually(&format!("{name} scheduled or refused"), || {
             let (_, v) = api.curl("GET", &format!("{pods}/{name}"), None);
-            bound = v["spec"]["nodeName"].as_str().unwrap_or("").to_string();
-            !bound.is_empty()
+            if let Some(n) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+                outcome = Ok(n.to_string());
+                return true;
+            }
+            let refused = v["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable");
+            if let Some(c) = refused {
+                outcome = Err(c["message"].as_str().unwrap_or("").to_string());
+                return true;
+            }
+            false
         });
-        (before, bound)
+        (explained, outcome)
     };
-    // Anti-affinity to db over zones: the terminating db pod still shuts zone-a (node-c's
-    // taint is not tolerated).
+    // Anti-affinity to db over zones, held to zone-a: the terminating db pod there still shuts
+    // it, so the pod stays Pending, for the scheduler's reason.
     created(
         api,
         &pods,
         gated(
             "avoids-db",
-            json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            json!({"nodeSelector": {"topology.kubernetes.io/zone": "zone-a"},
+                   "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "topology.kubernetes.io/zone"}]}}}),
         ),
     );
-    let (feasible_set, bound) = place("avoids-db");
-    assert_eq!(feasible_set, ["node-b"]);
-    assert_eq!(bound, "node-b");
-    // Two more live pods in zone-a. Counting every pod of the namespace, zone-a would hold 2,
-    // zone-b 1 and zone-c 0, and one more in zone-a a skew of 3; kube-scheduler v1.36 counts no
-    // pod for `{}`, so zone-a is open.
+    let (explained, outcome) = place("avoids-db");
+    assert!(feasible(&explained).is_empty(), "{}", explained.stdout);
+    let ours: Value = serde_json::from_str(&explained.stdout).unwrap();
+    let ours = ours["summary"].as_str().unwrap();
+    assert_eq!(
+        ours,
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) didn't match pod anti-affinity rules, 1 node(s) had untolerated taint(s)."
+    );
+    let message = outcome.expect_err("avoids-db must stay Pending");
+    assert!(
+        message.starts_with(ours),
+        "scheduler: {message}\nexplain: {ours}"
+    );
+    // Two live pods in zone-a. Counting every live pod of the namespace, zone-a would hold 2
+    // and zone-b and zone-c none, and one more in zone-a a skew of 3; kube-scheduler v1.36
+    // counts no pod for `{}`, so zone-a is open.
     for i in 0..2 {
         created(
             api,
@@ -507,7 +532,7 @@ fn scheduler_semantics(api: &ApiServer) {
                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}, "nodeAffinityPolicy": "Ignore"}]}),
         ),
     );
-    let (feasible_set, bound) = place("empty-spread");
-    assert_eq!(feasible_set, ["node-a"]);
-    assert_eq!(bound, "node-a");
+    let (explained, outcome) = place("empty-spread");
+    assert_eq!(feasible(&explained), ["node-a"]);
+    assert_eq!(outcome, Ok("node-a".to_string()));
 }

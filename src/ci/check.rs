@@ -457,8 +457,13 @@ impl Checker {
                     .find(|(t, o)| t == id && *o != object)
                     .map(|(_, o)| o.clone())
             });
+            // Whether the target was in the input at all, whatever its spec.
+            let mut present = false;
             let found = match id.as_ref().map(|id| self.targets.find(id)) {
-                Some(Ok(w)) => w.and_then(|w| Some((w.spec()?, w))),
+                Some(Ok(w)) => {
+                    present = w.is_some();
+                    w.and_then(|w| Some((w.spec()?, w)))
+                }
                 Some(Err(e)) => {
                     self.report.diagnostics.push(Diagnostic::file_level(
                         file,
@@ -471,9 +476,16 @@ impl Checker {
                 None => None,
             };
             if let (Some((group, kind, _, name)), None) = (&id, &found) {
+                let why = if present {
+                    // Its own finding says why.
+                    "could not be read".to_string()
+                } else if self.with_cluster {
+                    "is not in the input nor in --cluster".to_string()
+                } else {
+                    "is not in the input".to_string()
+                };
                 self.report.notes.push(format!(
-                    "{file}: {object}: its target {kind}.{group} {name} is not in the input{}; the cross-checks against it were skipped",
-                    if self.with_cluster { " nor in --cluster" } else { "" }
+                    "{file}: {object}: its target {kind}.{group} {name} {why}; the cross-checks against it were skipped"
                 ));
             }
             let target = found.as_ref().map(|(spec, w)| Target {

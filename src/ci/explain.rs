@@ -181,9 +181,18 @@ pub fn workloadspread(
                 && v["metadata"]["name"].as_str() == Some(n.as_str())
         })
     };
+    let has_template = |v: &Value| {
+        workload::workload_template_path(
+            v["apiVersion"].as_str().unwrap_or(""),
+            v["kind"].as_str().unwrap_or(""),
+        )
+        .is_some()
+    };
+    // Else the first workload (refused below as not the target), else the first object.
     let w = &workload_objs
         .iter()
         .find(|o| is_target(&o.value))
+        .or_else(|| workload_objs.iter().find(|o| has_template(&o.value)))
         .or_else(|| workload_objs.first())
         .ok_or_else(|| ExplainError("no object in the workload file".into()))?
         .value;

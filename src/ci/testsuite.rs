@@ -62,17 +62,19 @@ pub fn cases(suite: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Snapshots whose case is gone (renamed or deleted): stale expectations nobody checks.
+/// Snapshots whose case is gone (renamed, deleted, or no longer a case): stale expectations
+/// nobody checks.
 pub fn orphans(suite: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(suite) else {
         return Vec::new();
     };
+    let cases = cases(suite);
     let mut out: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.to_str()
                 .and_then(|s| s.strip_suffix(SNAPSHOT_SUFFIX))
-                .is_some_and(|case| !Path::new(case).is_file())
+                .is_some_and(|case| !cases.iter().any(|c| c.as_os_str() == case))
         })
         .collect();
     out.sort();

@@ -844,7 +844,11 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
 pub(crate) fn read_objects(
     path: &std::path::Path,
 ) -> Result<Vec<crate::k8s::manifest::Object>, String> {
-    let bytes = read_input(&path.to_string_lossy())?;
+    let bytes = if path.as_os_str() == "-" {
+        read_input("-")?
+    } else {
+        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
+    };
     let text = crate::cli::inputs::decode(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     crate::k8s::manifest::parse(&text).map_err(|e| format!("{}:{e}", path.display()))
 }
@@ -868,10 +872,21 @@ fn run_explain_spread(
     output: ExplainOutput,
 ) -> ExitCode {
     use crate::ci::explain;
-    let load = |p: &PathBuf| read_objects(p);
-    let (ws_objs, w_objs) = match (load(ws), load(workload)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return fail(e),
+    let stdin = |p: &PathBuf| p.as_os_str() == "-";
+    if cluster.is_some_and(stdin) && (stdin(ws) || stdin(workload)) {
+        return fail(
+            "--cluster and the WorkloadSpread or workload cannot both be read from stdin (-)",
+        );
+    }
+    // Both from stdin: one rendered chart holds both, read once.
+    let read = if stdin(ws) && stdin(workload) {
+        read_objects(ws).map(|o| (o.clone(), o))
+    } else {
+        read_objects(ws).and_then(|a| Ok((a, read_objects(workload)?)))
+    };
+    let (ws_objs, w_objs) = match read {
+        Ok(both) => both,
+        Err(e) => return fail(e),
     };
     let snapshot = match cluster {
         None => None,

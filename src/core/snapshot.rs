@@ -911,7 +911,8 @@ impl Piece {
                 b.push(obj, None).map_err(|e| format!("{e} at line {line}"))
             }
             Piece::Doc { bytes, had_items } => {
-                let obj: SlimObject = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+                let obj: SlimObject = serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("{} at line {}", strip_position(&e), e.line()))?;
                 if had_items {
                     return Ok(());
                 }
@@ -1106,13 +1107,10 @@ impl Splitter {
     }
 }
 
-/// A serde_json message without its own `at line L column C` (relative to an item).
+/// A serde_json message without its own `at line L column C` (relative to an item), a wrong
+/// type said as the manifests say it.
 fn strip_position(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" at line ") {
-        Some(k) => s[..k].to_string(),
-        None => s,
-    }
+    crate::k8s::workload::strip_position(&e.to_string())
 }
 
 /// Reads one page of a typed list (`PodList`, `NodeList`, ...) into `builder`; returns the

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{
     Toleration, TopologySpreadConstraint,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -248,6 +249,13 @@ impl PodSpec {
     pub fn is_gated(&self) -> bool {
         !self.scheduling_gates().is_empty()
     }
+}
+
+/// A selector with neither labels nor expressions (`{}`): it matches every object, and
+/// kube-scheduler up to v1.36 counts no pod for it in topology spread.
+pub fn selector_has_no_requirements(s: &LabelSelector) -> bool {
+    s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+        && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
 }
 
 #[cfg(test)]

@@ -266,11 +266,11 @@ const DEFAULT_TOLERATION_SECONDS: [&str; 2] = [
 ];
 
 impl PodTemplate {
-    /// A pod of this object as kube-scheduler receives it: with the tolerations a DaemonSet's
-    /// controller gives its pods, and those the DefaultTolerationSeconds admission plugin gives
-    /// every new pod that lacks them. A pod read from the cluster has them already, and is
-    /// returned as it is.
-    pub fn as_scheduled(&self) -> Cow<'_, PodTemplate> {
+    /// The tolerations a pod of this object is given before kube-scheduler sees it: those a
+    /// DaemonSet's controller gives its pods, and those the DefaultTolerationSeconds admission
+    /// plugin gives every new pod that lacks them. A pod read from the cluster has them already
+    /// (none to add).
+    pub fn added_tolerations(&self) -> Vec<Toleration> {
         let mut added: Vec<Toleration> = Vec::new();
         let has = |added: &[Toleration], key: &str, effect: &str| {
             self.spec.tolerations().iter().chain(added).any(|t| {
@@ -314,6 +314,12 @@ impl PodTemplate {
                 });
             }
         }
+        added
+    }
+
+    /// A pod of this object as kube-scheduler receives it, with [`PodTemplate::added_tolerations`].
+    pub fn as_scheduled(&self) -> Cow<'_, PodTemplate> {
+        let added = self.added_tolerations();
         if added.is_empty() {
             return Cow::Borrowed(self);
         }
@@ -455,7 +461,7 @@ where
 
 /// serde_json appends ` at line L column C`, relative to the object alone; the path says more.
 /// serde's wording of a value of the wrong type is then said in the apiserver's terms.
-fn strip_position(msg: &str) -> String {
+pub(crate) fn strip_position(msg: &str) -> String {
     let msg = match msg.rfind(" at line ") {
         Some(i) if msg[i..].contains(" column ") => &msg[..i],
         _ => msg,
@@ -484,26 +490,21 @@ fn plain_type_error(msg: &str) -> Option<String> {
         },
     };
     let takes = match expected {
-        "i32" | "u16" | "i64" | "u32" | "u64" | "u8" | "i8" | "i16" | "usize" | "isize" => {
-            match expected {
-                "i32" => "a whole number from -2147483648 to 2147483647".to_string(),
-                "i64" => {
-                    "a whole number from -9223372036854775808 to 9223372036854775807".to_string()
-                }
-                _ => "a whole number".to_string(),
-            }
-        }
-        "a string" | "a borrowed string" => "a string".to_string(),
-        "a boolean" => "true or false".to_string(),
-        "a sequence" => "a list".to_string(),
-        // k8s-openapi's types expect their own name (`Affinity`).
+        "i32" => "a whole number from -2147483648 to 2147483647",
+        "i64" => "a whole number from -9223372036854775808 to 9223372036854775807",
+        "a string" | "a borrowed string" => "a string",
+        "a boolean" => "true or false",
+        "a sequence" => "a list",
+        // k8s-openapi's own types expect their name.
+        "Quantity" => "a quantity, such as \"500m\", \"1Gi\" or 2",
+        "IntOrString" => "a whole number or a string",
         e if e == "a map"
             || e.starts_with("struct ")
             || e.chars().next().is_some_and(|c| c.is_ascii_uppercase()) =>
         {
-            "an object".to_string()
+            "an object"
         }
-        other => other.to_string(),
+        other => other,
     };
     let quoted_number = found.starts_with("string ")
         && takes.starts_with("a whole number")
@@ -565,10 +566,9 @@ fn defaulted_selector(
     selector: Option<LabelSelector>,
     template_meta: &ObjectMeta,
 ) -> Option<LabelSelector> {
-    let empty = selector.as_ref().is_none_or(|s| {
-        s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
-            && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
-    });
+    let empty = selector
+        .as_ref()
+        .is_none_or(crate::k8s::model::selector_has_no_requirements);
     if kind != Kind::ReplicationController || !empty {
         return selector;
     }
@@ -752,6 +752,10 @@ mod tests {
             (
                 pod(json!({"affinity": "none"})),
                 "affinity: Invalid value: \"none\": must be an object",
+            ),
+            (
+                pod(json!({"containers": [{"resources": {"requests": {"cpu": true}}}]})),
+                "containers[0].resources.requests.cpu: Invalid value: true: must be a quantity, such as \"500m\", \"1Gi\" or 2",
             ),
         ];
         for (got, want) in cases {

@@ -125,9 +125,8 @@ impl TargetFilter {
     /// invalid one nothing.
     pub fn selects(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
         self.selector.as_ref().is_some_and(|s| {
-            let empty = s.match_labels.as_ref().is_none_or(|m| m.is_empty())
-                && s.match_expressions.as_ref().is_none_or(|e| e.is_empty());
-            empty || crate::core::labels::selector_matches(s, labels)
+            crate::k8s::model::selector_has_no_requirements(s)
+                || crate::core::labels::selector_matches(s, labels)
         })
     }
 
@@ -451,7 +450,24 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
             out.push(err(FieldError::duplicate(p.child("name"), json!(sub.name))));
         }
         if let Some(t) = &sub.required {
-            out.extend(validate_term(t, &p.child(n.required)).into_iter().map(err));
+            let path = p.child(n.required);
+            let invalid = validate_term(t, &path);
+            // A valid term that matches no node on its own (a Gt/Lt bound that is not an
+            // integer, `In` and `NotIn` of one value): Kruise accepts it, and the subset's
+            // pods can never be scheduled.
+            if invalid.is_empty() {
+                if let Some(term) = Term::from_api(t).filter(|term| !term.satisfiable()) {
+                    out.push(err(FieldError::invalid(
+                        path,
+                        json!(term.to_string()),
+                        format!(
+                            "subset {:?} can never hold a pod: \"{term}\" matches no node",
+                            sub.name
+                        ),
+                    )));
+                }
+            }
+            out.extend(invalid.into_iter().map(err));
         }
         for (j, pref) in sub.preferred.iter().enumerate() {
             let pp = p.child(n.preferred).index(j);
@@ -608,24 +624,6 @@ pub fn subset_terms(ws: &WorkloadSpread) -> Vec<(&str, Option<Option<Term>>)> {
         .collect()
 }
 
-/// Subsets whose own term matches no node (a Gt/Lt bound that is not an integer, `In` and
-/// `NotIn` of one value, ...): Kruise accepts them, and their pods can never be scheduled.
-pub fn dead_subsets(ws: &WorkloadSpread) -> Vec<Problem> {
-    let sp = FieldPath::new("spec.subsets");
-    subset_terms(ws)
-        .iter()
-        .enumerate()
-        .filter_map(|(i, (name, term))| match term {
-            Some(Some(t)) if !t.satisfiable() => Some(err(FieldError::invalid(
-                sp.index(i).child(ws.names.required),
-                json!(t.to_string()),
-                format!("subset {name:?} can never hold a pod: \"{t}\" matches no node"),
-            ))),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The target workload as the cross-checks need it.
 #[derive(Clone, Copy, Debug)]
 pub struct Target<'a> {
@@ -657,7 +655,7 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
                 format!("subset {name:?}: an empty term becomes the pods' only required term and matches no node, so its pods can never be scheduled"),
             ))),
             Some(None) => {}
-            // Reported by [`dead_subsets`] whatever the workload.
+            // Reported by [`validate`] whatever the workload.
             Some(Some(t)) if !t.satisfiable() => {}
             Some(Some(t)) => {
                 if has_empty_workload_term {

@@ -222,6 +222,19 @@ pub fn check(
     let allowed = cfg.allowed_topology_keys.join(", ");
     let mut out = Vec::new();
     for (i, term) in terms.iter().enumerate() {
+        let scope = scope_of(term);
+        if !is_qualified_name(&term.topology_key) {
+            // Not a topology at all: the apiserver refuses the object whatever the term
+            // selects, so say what it will say instead of calling the key wide.
+            let invalid = invalid_key(term, &base.index(i).child("topologyKey"));
+            out.extend(invalid.into_iter().map(|error| Flagged {
+                scope,
+                action: Action::Deny,
+                error,
+                hint: INVALID_KEY_HINT.to_string(),
+            }));
+            continue;
+        }
         // A null labelSelector matches no pod (the scheduler reads it as labels.Nothing()):
         // the term blocks nothing, however wide.
         if term.label_selector.is_none() {
@@ -235,19 +248,6 @@ pub fn check(
             continue;
         }
         if cfg.on_update == OnUpdate::NewTermsOnly && old_terms.iter().any(|o| o.sem_eq(term)) {
-            continue;
-        }
-        let scope = scope_of(term);
-        if !is_qualified_name(&term.topology_key) {
-            let invalid = invalid_key(term, &base.index(i).child("topologyKey"));
-            // Not a topology at all: the apiserver refuses the object, so say what it will say
-            // instead of calling the key wide.
-            out.extend(invalid.into_iter().map(|error| Flagged {
-                scope,
-                action: Action::Deny,
-                error,
-                hint: INVALID_KEY_HINT.to_string(),
-            }));
             continue;
         }
         let setting = match scope {

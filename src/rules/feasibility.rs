@@ -12,6 +12,9 @@
 //! Warn is the default: a cluster autoscaler adds nodes that match pending pods, so a pod no
 //! node fits today may well run in a few minutes.
 
+use std::borrow::Cow;
+
+use k8s_openapi::api::core::v1::Toleration;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -181,8 +184,14 @@ fn warning(path: FieldPath, detail: String) -> FieldError {
 /// selection's most-missed requirement and the untolerated taints, and whether taints rejected
 /// more nodes than the selection did.
 fn node_side(cluster: &Cluster, pod: &PodTemplate) -> Option<(String, bool)> {
-    let pod = pod.as_scheduled();
-    let side = NodeSide::new(&pod.spec);
+    // Only the tolerations change on the way to the scheduler: no copy of the template.
+    let added = pod.added_tolerations();
+    let tolerations: Cow<[Toleration]> = if added.is_empty() {
+        Cow::Borrowed(pod.spec.tolerations())
+    } else {
+        Cow::Owned([pod.spec.tolerations(), &added[..]].concat())
+    };
+    let side = NodeSide::with_tolerations(&pod.spec, &tolerations);
     if side.first_fit(cluster).is_some() {
         return None;
     }

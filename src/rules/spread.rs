@@ -14,10 +14,10 @@ use super::{
     Action, AddOp, Finding, Input, Note, ObjectKind, Operation, Patch, Phase, Request, Rule,
     RuleId, RuleMeta, Verdict, Voice,
 };
-use crate::core::filter::has_no_requirements;
 use crate::core::labels::selector_matches;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::json_text;
+use crate::k8s::model::selector_has_no_requirements;
 use crate::k8s::validation::{validate_label_name, validate_label_selector};
 use crate::k8s::workload::{Kind, PodTemplate, POD_TEMPLATE_HASH};
 
@@ -569,9 +569,14 @@ pub fn warnings(t: &PodTemplate, labels: &BTreeMap<String, String>) -> Vec<Field
                 p,
                 "without a labelSelector the constraint counts no pods and spreads nothing; select this workload's own pods",
             )),
+            // Empty after matchLabelKeys are merged in (a key the pods do not carry adds nothing).
             Some(sel)
-                if has_no_requirements(sel)
-                    && c.match_label_keys.as_ref().is_none_or(Vec::is_empty) =>
+                if selector_has_no_requirements(sel)
+                    && !c
+                        .match_label_keys
+                        .iter()
+                        .flatten()
+                        .any(|k| labels.contains_key(k)) =>
             {
                 out.push(FieldError::invalid(
                     p,

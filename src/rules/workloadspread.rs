@@ -55,7 +55,6 @@ impl Rule for WorkloadSpreadRule {
         };
         verdict.rules_run.push(ID);
         let mut problems = ws::validate(spread);
-        problems.extend(ws::dead_subsets(spread));
         // As Kruise: the target's group, kind and name are fixed once created; its version
         // may change.
         if let Some(Subject::WorkloadSpread(old)) = input.old_object {

@@ -373,6 +373,31 @@ fn a_workloadspread_given_twice_is_not_its_own_duplicate() {
     );
 }
 
+/// A WorkloadSpread whose target is in the input but cannot be read is not said to lack it.
+#[test]
+fn a_target_that_cannot_be_read_is_not_called_missing() {
+    let zones = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/workloadspread/zones.yaml"
+    ))
+    .unwrap();
+    let broken = "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {nodeSelector: x, containers: [{name: c, image: i}]}\n";
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("w.yaml", broken);
+    c.check_text("ws.yaml", &zones);
+    let r = c.finish();
+    assert_eq!(
+        r.notes,
+        ["ws.yaml: WorkloadSpread web-zones: its target CloneSet.apps.kruise.io web could not be read; the cross-checks against it were skipped"]
+    );
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("ws.yaml", &zones);
+    assert_eq!(
+        c.finish().notes,
+        ["ws.yaml: WorkloadSpread web-zones: its target CloneSet.apps.kruise.io web is not in the input; the cross-checks against it were skipped"]
+    );
+}
+
 /// A spill that counts what goes through it.
 struct Counting {
     inner: Vec<u8>,

@@ -12,10 +12,9 @@ mod node_unschedulable;
 mod taint_toleration;
 mod topology_spread;
 
-pub use topology_spread::has_no_requirements;
-
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Toleration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use super::cluster::{Cluster, LabelSet, Node};
@@ -136,10 +135,19 @@ pub struct NodeSide<'a> {
 
 impl<'a> NodeSide<'a> {
     pub fn new(spec: &'a crate::k8s::model::PodSpec) -> NodeSide<'a> {
+        Self::with_tolerations(spec, spec.tolerations())
+    }
+
+    /// [`NodeSide::new`] with `tolerations` in place of the spec's (the spec's and those the
+    /// pod will be given: [`crate::k8s::workload::PodTemplate::added_tolerations`]).
+    pub fn with_tolerations(
+        spec: &'a crate::k8s::model::PodSpec,
+        tolerations: &'a [Toleration],
+    ) -> NodeSide<'a> {
         NodeSide {
-            unschedulable: NodeUnschedulable::new(spec.tolerations()),
+            unschedulable: NodeUnschedulable::new(tolerations),
             node_name: NodeName::new(spec.node_name.as_deref()),
-            taints: TaintToleration::new(spec.tolerations()),
+            taints: TaintToleration::new(tolerations),
             affinity: NodeAffinity::new(spec),
         }
     }

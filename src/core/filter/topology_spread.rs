@@ -4,13 +4,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::node_affinity::NodeAffinity;
 use super::taint_toleration::TaintToleration;
 use super::{merged_selector, SetMatches, REASON_SPREAD, REASON_SPREAD_MISSING_LABEL};
 use crate::core::cluster::{Cluster, Node};
 use crate::core::labels::Selector;
+use crate::k8s::model::selector_has_no_requirements;
 
 /// A DoNotSchedule constraint with its counts per domain.
 struct Constraint<'a> {
@@ -21,12 +21,6 @@ struct Constraint<'a> {
     counts: HashMap<&'a str, i64>,
     /// The global minimum, or `None` when no node is eligible.
     min: Option<i64>,
-}
-
-/// A selector with neither labels nor expressions (`{}`).
-pub fn has_no_requirements(s: &LabelSelector) -> bool {
-    s.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
-        && s.match_expressions.as_ref().is_none_or(Vec::is_empty)
 }
 
 pub(super) struct PodTopologySpread<'a> {
@@ -63,7 +57,7 @@ impl<'a> PodTopologySpread<'a> {
             // (`labelSelector: {}`, which matches every pod): countPodsMatchSelector returns 0
             // when `selector.Empty()` (kubernetes#141339, fixed after v1.36). The pod itself
             // still matches it.
-            let counts_nothing = merged.as_ref().is_some_and(has_no_requirements);
+            let counts_nothing = merged.as_ref().is_some_and(selector_has_no_requirements);
             let selector = merged.map(|s| Selector::compile(&s));
             let cache = selector.as_ref().filter(|_| !counts_nothing).map(|sel| {
                 selectors.iter().position(|s| s == sel).unwrap_or_else(|| {

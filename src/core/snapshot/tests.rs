@@ -199,12 +199,12 @@ fn bad_dumps_are_refused_with_the_reason_and_place() {
         ),
         (
             "{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\", \"labels\": [1]}}",
-            "invalid type: sequence, expected a map at line 1",
+            "Invalid value: a list: must be an object at line 1",
         ),
         ("{\"kind\": \"Node\", ", "line 1: the JSON ends inside a value"),
         ("[{\"kind\": \"Node\"}]", "a JSON dump is an object"),
         ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\"},\n 7]}", "line 3: expected an object as an item of `items`"),
-        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\"},\n\n{\"kind\": \"Node\",\n \"metadata\": {\"labels\": 5}}]}", "invalid type: integer `5`, expected a map at line 5"),
+        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\"},\n\n{\"kind\": \"Node\",\n \"metadata\": {\"labels\": 5}}]}", "Invalid value: 5: must be an object at line 5"),
         ("{\"kind\": \"Node\"}}", "line 1: unexpected `}`"),
     ];
     for (text, want) in cases {

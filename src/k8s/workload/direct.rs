@@ -42,16 +42,16 @@ impl Seen {
 }
 
 /// How much of an object to read, beyond the kind and the pod spec's scheduling fields
-/// (nodeName, nodeSelector, affinity, tolerations, schedulingGates, topologySpreadConstraints,
-/// hostNetwork).
+/// (nodeName, nodeSelector, affinity, tolerations, schedulingGates, topologySpreadConstraints).
 /// What is not read is skipped like any unread value (structure checked) and left empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Part {
     /// The object's and the template's metadata, and a workload's selector: not compared of an
     /// UPDATE's old object (skipping them spares a gated pod UPDATE a sixth of its reading).
     pub identity: bool,
-    /// Containers, init containers, overhead and pod-level resources: read only for rules that
-    /// use them ([`crate::rules::reads_resources`]).
+    /// Containers, init containers, overhead, pod-level resources and hostNetwork (which gives
+    /// a DaemonSet's pods one more toleration): read only for rules that place pods
+    /// ([`crate::rules::reads_resources`]).
     pub resources: bool,
 }
 
@@ -457,8 +457,8 @@ fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
     Ok(meta)
 }
 
-/// The pod spec's fields read here, as [`Seen`] bits; four (containers, initContainers,
-/// overhead, resources) only with [`Part::resources`] ([`read_always`]).
+/// The pod spec's fields read here, as [`Seen`] bits; from 6 on (containers, initContainers,
+/// overhead, resources, hostNetwork) only with [`Part::resources`] ([`read_always`]).
 fn pod_spec_field(key: &str) -> Option<usize> {
     Some(match key {
         "nodeName" => 0,
@@ -478,7 +478,7 @@ fn pod_spec_field(key: &str) -> Option<usize> {
 
 /// Whether a [`pod_spec_field`] is read whatever the [`Part`].
 fn read_always(field: usize) -> bool {
-    !(6..=9).contains(&field)
+    field < 6
 }
 
 fn pod_spec<'de>(
@@ -552,7 +552,11 @@ fn pod_spec<'de>(
             }
             "hostNetwork" => {
                 seen.first(10)?;
-                spec.host_network = Option::<bool>::deserialize(&mut *de)?;
+                if part.resources {
+                    spec.host_network = Option::<bool>::deserialize(&mut *de)?;
+                } else {
+                    de.skip_value()?;
+                }
             }
             _ => de.skip_value()?,
         }

@@ -655,10 +655,7 @@ fn subsets_whose_term_matches_no_node() {
         ]),
         json!({}),
     );
-    let dead: Vec<String> = dead_subsets(&typed(&v))
-        .iter()
-        .map(|p| format!("{:?} {}", p.level, p.error))
-        .collect();
+    let dead = errors(&v);
     assert_eq!(
         dead,
         [
@@ -668,4 +665,15 @@ fn subsets_whose_term_matches_no_node() {
     );
     // The cross-checks do not say it again, nor call it an overlap.
     assert!(cross(&v, json!({"nodeSelector": {"zone": "a"}}), None).is_empty());
+    // An invalid term gets its validation errors only.
+    let invalid = ws(
+        "v1alpha1",
+        json!([{"name": "none", "requiredNodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": []}]}}]),
+        json!({}),
+    );
+    let got = errors(&invalid);
+    assert!(
+        got.len() == 1 && got[0].contains("values: Required value"),
+        "{got:?}"
+    );
 }

@@ -105,6 +105,15 @@ fn scopes_and_defaults() {
             vec![],
         ),
         (
+            "a null labelSelector with an empty topologyKey: still refused by the apiserver",
+            vec![json!({"topologyKey": "", "namespaceSelector": {}})],
+            vec![
+                (Action::Deny, format!("{TERM0}.topologyKey: Required value: can not be empty")),
+                (Action::Deny, format!("{TERM0}.topologyKey: Invalid value: \"\": name part must be non-empty")),
+                (Action::Deny, format!("{TERM0}.topologyKey: Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")),
+            ],
+        ),
+        (
             "an empty labelSelector matches every pod: denied",
             vec![json!({"labelSelector": {}, "topologyKey": ZONE, "namespaceSelector": {}})],
             vec![(Action::Deny, cluster_msg("spec", 0, ZONE, "zone"))],

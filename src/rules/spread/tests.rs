@@ -297,7 +297,9 @@ fn warnings_for_constraints_that_spread_nothing() {
             {"maxSkew": 1, "topologyKey": "row", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Bogus", "values": ["web"]}]}},
             // Empty: counts nothing in kube-scheduler up to v1.36; with matchLabelKeys it counts.
             {"maxSkew": 1, "topologyKey": "pod", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}},
-            {"maxSkew": 1, "topologyKey": "dc", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}, "matchLabelKeys": ["app"]}
+            {"maxSkew": 1, "topologyKey": "dc", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}, "matchLabelKeys": ["app"]},
+            // A key the pod does not carry merges nothing in: still empty.
+            {"maxSkew": 1, "topologyKey": "hall", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}, "matchLabelKeys": ["tier"]}
         ]}}),
     );
     let got: Vec<String> = warned(&t).iter().map(|e| e.to_string()).collect();
@@ -307,6 +309,7 @@ fn warnings_for_constraints_that_spread_nothing() {
             format!("{P}[0].labelSelector: Required value: without a labelSelector the constraint counts no pods and spreads nothing; select this workload's own pods"),
             format!(r#"{P}[1].labelSelector: Invalid value: {{"matchLabels":{{"app":"db"}}}}: does not match the pod's own labels (app=web), so the pod is not counted by its own constraint and the spread drifts"#),
             format!("{P}[4].labelSelector: Invalid value: {{}}: kube-scheduler v1.27 to v1.36 counts no pods for an empty labelSelector (kubernetes#141339), so the constraint spreads nothing there; select this workload's own pods with matchLabels"),
+            format!("{P}[6].labelSelector: Invalid value: {{}}: kube-scheduler v1.27 to v1.36 counts no pods for an empty labelSelector (kubernetes#141339), so the constraint spreads nothing there; select this workload's own pods with matchLabels"),
         ]
     );
 }
