@@ -11,7 +11,7 @@ use actix_web::{web, App, HttpResponse, HttpServer};
 
 // The server's allocator, so the ratio measures the server's work and not an allocator swap.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: placement_guard::alloc::MiMalloc = placement_guard::alloc::MiMalloc;
 
 const ALLOW: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"","allowed":true}}"#;
 

@@ -8,7 +8,7 @@ use placement_guard::admission::Endpoint;
 
 // The server's allocator, so profiles show what the server spends.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: placement_guard::alloc::MiMalloc = placement_guard::alloc::MiMalloc;
 
 fn main() {
     let n: usize = std::env::args()

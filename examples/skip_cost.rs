@@ -7,7 +7,7 @@
 use serde::de::{Deserialize, IgnoredAny};
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: placement_guard::alloc::MiMalloc = placement_guard::alloc::MiMalloc;
 
 fn fastest(mut f: impl FnMut()) -> std::time::Duration {
     (0..300)

@@ -11,8 +11,12 @@
 //! - [`ci`]: the offline commands: `check` and its reports, `test`, `explain`.
 //!
 //! Adapters: [`server`] (HTTPS, TLS, metrics), [`cli`] (commands, file inputs) and [`live`]
-//! (the Kubernetes API through `kube`).
-#![forbid(unsafe_code)] // also in Cargo.toml's [lints], which covers the binary and tests
+//! (the Kubernetes API through `kube`); [`alloc`] is the binaries' global allocator.
+// Also in Cargo.toml's [lints], which covers the binary and tests; `alloc` (the global
+// allocator, unsafe by definition) is the one module that allows it.
+#![deny(unsafe_code)]
+
+pub mod alloc;
 
 pub mod k8s;
 
