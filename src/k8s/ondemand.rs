@@ -128,6 +128,11 @@ impl<'de> Deserializer<'de> {
         self.peek() == Some(b'{')
     }
 
+    /// Moves past whitespace to where the next value starts.
+    pub fn at_value(&mut self) {
+        self.peek();
+    }
+
     /// The next byte after whitespace, not consumed.
     #[inline]
     fn peek(&mut self) -> Option<u8> {
@@ -428,6 +433,27 @@ impl<'de> Deserializer<'de> {
                 skipped.extend(moved);
             }
         }
+        true
+    }
+
+    /// Consumes `,"key":value` when it is the text at `of`, which this reader accepted as the
+    /// next entry of an object at the same depth (so it reads the same here); `false`, nothing
+    /// consumed, otherwise, and always while skips are recorded. A scalar at the end must end
+    /// there.
+    pub fn skip_same_entry(&mut self, of: Range<usize>) -> bool {
+        if self.skipped.is_some() {
+            return false;
+        }
+        let b = self.bytes();
+        let end = self.pos + of.len();
+        let (Some(copy), Some(original)) = (b.get(self.pos..end), b.get(of)) else {
+            return false;
+        };
+        let closed = matches!(copy.last(), Some(b'"' | b'}' | b']'));
+        if copy != original || !(closed || b.get(end).is_some_and(|&c| ends_value(c))) {
+            return false;
+        }
+        self.pos = end;
         true
     }
 

@@ -67,8 +67,9 @@ impl Part {
     };
 }
 
-/// Where an UPDATE's new object's values lie in the body: its top-level values and its pod
-/// spec's, by key.
+/// Where an UPDATE's new object's values lie in the body, by key: its top-level values that
+/// are non-empty containers, and every value of its pod spec (consecutive entries, so that a
+/// run of them can be compared at once).
 #[derive(Debug, Default)]
 pub struct Noted<'de> {
     top: Vec<(&'de str, Range<usize>)>,
@@ -97,14 +98,19 @@ pub enum Echo<'a, 'de> {
     },
 }
 
-/// The extent of `key`'s value in `noted`, looked for at `*at` first.
-fn noted_value(noted: &[(&str, Range<usize>)], at: &mut usize, key: &str) -> Option<Range<usize>> {
+/// Where `key` is in `noted`, looked for at `*at` first; `*at` moves past it.
+fn noted_index(noted: &[(&str, Range<usize>)], at: &mut usize, key: &str) -> Option<usize> {
     let i = match noted.get(*at) {
         Some((k, _)) if *k == key => *at,
         _ => noted.iter().position(|(k, _)| *k == key)?,
     };
     *at = i + 1;
-    noted.get(i).map(|(_, r)| r.clone())
+    Some(i)
+}
+
+/// The extent of `key`'s value in `noted`, looked for at `*at` first.
+fn noted_value(noted: &[(&str, Range<usize>)], at: &mut usize, key: &str) -> Option<Range<usize>> {
+    noted_index(noted, at, key).map(|i| noted[i].1.clone())
 }
 
 /// Which of [`Noted`]'s lists a value goes to.
@@ -115,12 +121,17 @@ enum Level {
 }
 
 impl<'de> Echo<'_, 'de> {
-    /// Where the next value starts, when it is to be noted: only non-empty containers are
-    /// (a scalar or a short string is skipped faster than it is compared).
+    /// Where the next value starts, when it is to be noted: at the top level only non-empty
+    /// containers are (a scalar or a short string is skipped faster than it is compared); in
+    /// the pod spec every value is, as runs of entries are compared whole.
     #[inline]
-    fn note_start(&self, de: &mut Deserializer) -> Option<usize> {
-        match self {
-            Echo::Note(_) if de.worth_copying() => Some(de.position()),
+    fn note_start(&self, level: Level, de: &mut Deserializer) -> Option<usize> {
+        match (self, level) {
+            (Echo::Note(_), Level::Spec) => {
+                de.at_value();
+                Some(de.position())
+            }
+            (Echo::Note(_), Level::Top) if de.worth_copying() => Some(de.position()),
             _ => None,
         }
     }
@@ -148,7 +159,9 @@ impl<'de> Echo<'_, 'de> {
     }
 
     /// Consumes an old object's pod spec value that is the new object's, taking what this
-    /// reader would have read of it from the new object's `spec`.
+    /// reader would have read of it from the new object's `spec`, and the entries after it
+    /// while their text is the new object's too (an update changes one or two fields: the
+    /// rest of the spec is consumed in a few comparisons instead of key by key).
     fn reuse_spec(
         &mut self,
         de: &mut Deserializer,
@@ -166,39 +179,63 @@ impl<'de> Echo<'_, 'de> {
         else {
             return Ok(false);
         };
-        if !de.worth_copying() {
+        let Some(i) = noted_index(&noted.spec, at, key) else {
             return Ok(false);
-        }
+        };
+        let take = |f: Option<usize>| {
+            let read = f.filter(|&f| read_always(f) || part.resources);
+            // Taken only when the new object read the field as this one would.
+            read.is_none_or(|f| read_always(f) || noted.resources)
+                .then_some(read)
+        };
         let field = pod_spec_field(key);
-        let read = field.filter(|&f| read_always(f) || part.resources);
-        // Taken only when the new object read the field as this one would.
-        let taken = read.is_none_or(|f| read_always(f) || noted.resources);
-        if !taken
-            || !noted_value(&noted.spec, at, key).is_some_and(|of| de.skip_copy(of, read.is_none()))
-        {
+        let Some(read) = take(field) else {
+            return Ok(false);
+        };
+        if !de.skip_copy(noted.spec[i].1.clone(), read.is_none()) {
             return Ok(false);
         }
         if let Some(f) = field {
             seen.first(f)?;
         }
-        let n = &new.spec;
-        match read {
-            Some(0) => spec.node_name.clone_from(&n.node_name),
-            Some(1) => spec.node_selector.clone_from(&n.node_selector),
-            Some(2) => spec.affinity.clone_from(&n.affinity),
-            Some(3) => spec.tolerations.clone_from(&n.tolerations),
-            Some(4) => spec.scheduling_gates.clone_from(&n.scheduling_gates),
-            Some(5) => spec
-                .topology_spread_constraints
-                .clone_from(&n.topology_spread_constraints),
-            Some(6) => spec.containers.clone_from(&n.containers),
-            Some(7) => spec.init_containers.clone_from(&n.init_containers),
-            Some(8) => spec.overhead.clone_from(&n.overhead),
-            Some(9) => spec.resources.clone_from(&n.resources),
-            Some(10) => spec.host_network = n.host_network,
-            _ => {}
+        take_field(read, spec, &new.spec);
+        let mut last = i;
+        while let Some((key, value)) = noted.spec.get(last + 1) {
+            let field = pod_spec_field(key);
+            let Some(read) = take(field) else {
+                break;
+            };
+            if !de.skip_same_entry(noted.spec[last].1.end..value.end) {
+                break;
+            }
+            if let Some(f) = field {
+                seen.first(f)?;
+            }
+            take_field(read, spec, &new.spec);
+            last += 1;
         }
+        *at = last + 1;
         Ok(true)
+    }
+}
+
+/// Sets an old object's pod spec field `read` ([`pod_spec_field`]) to the new object's.
+fn take_field(read: Option<usize>, spec: &mut PodSpec, n: &PodSpec) {
+    match read {
+        Some(0) => spec.node_name.clone_from(&n.node_name),
+        Some(1) => spec.node_selector.clone_from(&n.node_selector),
+        Some(2) => spec.affinity.clone_from(&n.affinity),
+        Some(3) => spec.tolerations.clone_from(&n.tolerations),
+        Some(4) => spec.scheduling_gates.clone_from(&n.scheduling_gates),
+        Some(5) => spec
+            .topology_spread_constraints
+            .clone_from(&n.topology_spread_constraints),
+        Some(6) => spec.containers.clone_from(&n.containers),
+        Some(7) => spec.init_containers.clone_from(&n.init_containers),
+        Some(8) => spec.overhead.clone_from(&n.overhead),
+        Some(9) => spec.resources.clone_from(&n.resources),
+        Some(10) => spec.host_network = n.host_network,
+        _ => {}
     }
 }
 
@@ -233,6 +270,9 @@ pub(super) fn template_into<'de>(
 ) -> Result<(), Error> {
     if let Echo::Note(noted) = echo {
         noted.resources = part.resources;
+        // Room for a pod spec's entries as kube-apiserver sends them (some 20): noting them
+        // would otherwise grow the list four times.
+        noted.spec.reserve(32);
     }
     let declared = match kind {
         Kind::Pod => object_with(de, part, "spec", echo, &mut t.meta, |de, echo| {
@@ -321,7 +361,7 @@ fn object_with<'a, 'de>(
     let mut declared = None;
     let mut seen = Seen(0);
     de.read_object(|de, key| {
-        let start = echo.note_start(de);
+        let start = echo.note_start(Level::Top, de);
         match key {
             "kind" => {
                 seen.first(0)?;
@@ -492,7 +532,7 @@ fn pod_spec<'de>(
         if echo.reuse_spec(de, key, part, &mut seen, spec)? {
             return Ok(());
         }
-        let start = echo.note_start(de);
+        let start = echo.note_start(Level::Spec, de);
         match key {
             "nodeName" => {
                 seen.first(0)?;

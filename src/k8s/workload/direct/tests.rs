@@ -469,6 +469,15 @@ fn damaged_objects_read_by_hand_as_serde_reads_them_or_go_to_serde() {
 /// text are taken from the new object's reading (`tamper` marks that reading, to show which
 /// were taken), the others are read.
 fn read_after(kind: Kind, new: &str, old: &str, tamper: fn(&mut PodTemplate)) -> PodTemplate {
+    try_read_after(kind, new, old, tamper).unwrap()
+}
+
+fn try_read_after(
+    kind: Kind,
+    new: &str,
+    old: &str,
+    tamper: fn(&mut PodTemplate),
+) -> Result<PodTemplate, Error> {
     let text = format!("[{new},{old}]");
     let mut de = Deserializer::new(&text);
     let mut noted = Noted::default();
@@ -490,10 +499,79 @@ fn read_after(kind: Kind, new: &str, old: &str, tamper: fn(&mut PodTemplate)) ->
         };
         read.push(t);
         Ok(())
-    })
-    .unwrap();
-    de.end().unwrap();
-    read.pop().unwrap()
+    })?;
+    de.end()?;
+    Ok(read.pop().unwrap())
+}
+
+/// After a value taken from the new object, the entries that follow are taken with it while
+/// their text is the new object's: scalars and empty values too, up to the first difference,
+/// never past a number that only begins as the new one's, and never hiding a repeated field.
+#[test]
+fn an_old_pod_spec_takes_runs_of_unchanged_entries() {
+    let pod =
+        |spec: &str| format!(r#"{{"kind":"Pod","metadata":{{"name":"p"}},"spec":{{{spec}}}}}"#);
+    let spec = r#""volumes":[{"name":"v"}],"nodeName":"n1","priority":30,"tolerations":[],"schedulingGates":[{"name":"g"}],"nodeSelector":{"a":"b"}"#;
+    let new = pod(spec);
+    let marked = |t: &mut PodTemplate| {
+        t.spec.node_name = Some("taken".into());
+        t.spec.tolerations = Some(vec![Toleration {
+            key: Some("taken".into()),
+            ..Toleration::default()
+        }]);
+        t.spec.scheduling_gates = Some(vec![PodSchedulingGate {
+            name: "taken".into(),
+        }]);
+        t.spec.node_selector = Some(BTreeMap::from([("taken".into(), "yes".into())]));
+    };
+    let alone = |text: &str| {
+        let mut de = Deserializer::new(text);
+        template(Kind::Pod, Part::SCHEDULING, &mut de).unwrap()
+    };
+    let mut mark = alone(&new);
+    marked(&mut mark);
+    // (old spec, which fields are taken: nodeName, tolerations, gates, nodeSelector)
+    let cases = [
+        // The last entry changed: everything before it comes in one run after `volumes`.
+        (
+            spec.replace(r#"{"a":"b"}"#, r#"{"a":"c"}"#),
+            [true, true, true, false],
+        ),
+        // A number that begins as the new one's ends the run; the next value starts another.
+        (spec.replace(":30,", ":300,"), [true, true, true, true]),
+        // The first value changed: the run starts at the first value that did not.
+        (
+            spec.replace(r#"[{"name":"v"}]"#, r#"[{"name":"w"}]"#),
+            [true, true, true, true],
+        ),
+        // Unchanged from the start, changed in the middle.
+        (
+            spec.replace(r#""nodeName":"n1""#, r#""nodeName":"n2""#),
+            [false, true, true, true],
+        ),
+    ];
+    for (old_spec, taken) in cases {
+        let old = pod(&old_spec);
+        let want = alone(&old);
+        assert_eq!(read_after(Kind::Pod, &new, &old, |_| {}), want, "{old}");
+        let mut expected = want.clone();
+        if taken[0] {
+            expected.spec.node_name = mark.spec.node_name.clone();
+        }
+        if taken[1] {
+            expected.spec.tolerations = mark.spec.tolerations.clone();
+        }
+        if taken[2] {
+            expected.spec.scheduling_gates = mark.spec.scheduling_gates.clone();
+        }
+        if taken[3] {
+            expected.spec.node_selector = mark.spec.node_selector.clone();
+        }
+        assert_eq!(read_after(Kind::Pod, &new, &old, marked), expected, "{old}");
+    }
+    // A field repeated after a run that took it is refused, as when read alone.
+    let repeated = pod(&format!(r#"{spec},"nodeName":"n2""#));
+    assert!(try_read_after(Kind::Pod, &new, &repeated, |_| {}).is_err());
 }
 
 #[test]
