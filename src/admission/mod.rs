@@ -896,6 +896,57 @@ mod readers_agree {
         );
     }
 
+    /// A pod's tolerations are read only when a rule that applies compares or places them:
+    /// damaged in a pod CREATE, the defaults answer as the reference answers them blanked, and
+    /// with a node-selection policy (which judges tolerations) both readers refuse them alike.
+    #[test]
+    fn tolerations_are_read_only_for_rules_that_read_them() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata/admission-reviews/pod-create-jsonpatch-spread.mutate.json"
+        ))
+        .unwrap();
+        let damaged = text.replacen(
+            "\"tolerations\": [",
+            "\"tolerations\": [{\"tolerationSeconds\": \"300\"},",
+            1,
+        );
+        assert_ne!(damaged, text);
+        assert_eq!(agree(damaged.as_bytes()), [0, 0, CASES], "{damaged}");
+        let rules = RuleSet::from_yaml(
+            "rules.yaml",
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - {name: all, namespaces: ['*'], allowedTolerations: []}\n",
+        )
+        .unwrap();
+        let fast = review(damaged.as_bytes(), Endpoint::Validate, &rules).unwrap_err();
+        let reference =
+            review_reference(damaged.as_bytes(), Endpoint::Validate, &rules).unwrap_err();
+        assert!(
+            matches!(&fast, ReviewError::BadRequest(m) if m.contains("tolerationSeconds")),
+            "{fast:?}"
+        );
+        assert_eq!(fast, reference);
+        // Undamaged, the policy reads them: the two DefaultTolerationSeconds adds pass, one
+        // more is refused.
+        let r = review(text.as_bytes(), Endpoint::Validate, &rules).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["response"]["allowed"], true, "{v}");
+        let more = text.replacen(
+            "\"tolerations\": [",
+            "\"tolerations\": [{\"key\": \"gpu\", \"operator\": \"Exists\"},",
+            1,
+        );
+        let r = review(more.as_bytes(), Endpoint::Validate, &rules).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["response"]["allowed"], false, "{v}");
+        assert!(
+            v["response"]["status"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("{key: gpu, operator: Exists}")),
+            "{v}"
+        );
+    }
+
     /// Who sent a request is read when a rule restricts who may tighten a gated pod: the
     /// recorded tightening by `admin` (in system:masters) is refused for want of the group.
     #[test]

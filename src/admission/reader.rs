@@ -120,14 +120,24 @@ fn use_for(request: Option<RuleRequest>, old: bool, rules: &RuleSet) -> Use {
     };
     match request.kind {
         _ if !rules::applies(&rules.spec, request) => Use::Ignore,
-        ObjectKind::Template(k) if old => Use::Template(k, Part::SCHEDULING),
-        ObjectKind::Template(k) => Use::Template(
-            k,
-            Part {
-                identity: true,
-                resources: rules::reads_resources(&rules.spec, request),
-            },
-        ),
+        ObjectKind::Template(k) => {
+            let tolerations = rules::reads_tolerations(&rules.spec, request);
+            Use::Template(
+                k,
+                if old {
+                    Part {
+                        tolerations,
+                        ..Part::SCHEDULING
+                    }
+                } else {
+                    Part {
+                        identity: true,
+                        resources: rules::reads_resources(&rules.spec, request),
+                        tolerations,
+                    }
+                },
+            )
+        }
         ObjectKind::WorkloadSpread => Use::Spread,
     }
 }

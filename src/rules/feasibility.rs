@@ -71,6 +71,11 @@ impl Rule for FeasibilityRule {
         true
     }
 
+    /// TaintToleration reads them.
+    fn reads_tolerations(_: &Feasibility, _: Request) -> bool {
+        true
+    }
+
     fn evaluate(s: &Feasibility, input: &Input, verdict: &mut Verdict) {
         let Some((new, old)) = input.templates() else {
             return;

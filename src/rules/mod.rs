@@ -144,7 +144,8 @@ pub struct Input<'a> {
     /// On UPDATE, the stored object (of the same kind). Rules may compare only its kind and
     /// its pod spec's scheduling fields: the admission path's single pass reads only those of a
     /// pod template ([`crate::k8s::workload::Part::SCHEDULING`]), leaving its metadata and
-    /// containers empty, while the other paths (objects met before the request's kind, the
+    /// containers empty (and its tolerations, as the new object's, when no rule that applies
+    /// reads them: [`Rule::reads_tolerations`]), while the other paths (objects met before the request's kind, the
     /// reference reader) read it whole.
     pub old_object: Option<Subject<'a>>,
     pub context: Context<'a>,
@@ -220,6 +221,11 @@ pub trait Rule {
     fn reads_resources(_settings: &Self::Settings, _request: Request) -> bool {
         false
     }
+    /// Whether, applying to such a request, it reads the pod's tolerations. When no rule does,
+    /// the admission path skips them.
+    fn reads_tolerations(_settings: &Self::Settings, _request: Request) -> bool {
+        false
+    }
     /// Whether, applying to such a request, it reads who sent it (`userInfo`). When no rule
     /// does, the admission path passes it over and [`Input::user`] is empty.
     fn reads_user(_settings: &Self::Settings, _request: Request) -> bool {
@@ -259,6 +265,12 @@ macro_rules! registry {
         pub fn reads_resources(spec: &RuleSpec, request: Request) -> bool {
             $((<$rule as Rule>::applies(&spec.$field, request)
                 && <$rule as Rule>::reads_resources(&spec.$field, request)) ||)* false
+        }
+
+        /// Whether a rule that applies to such a request reads the pod's tolerations.
+        pub fn reads_tolerations(spec: &RuleSpec, request: Request) -> bool {
+            $((<$rule as Rule>::applies(&spec.$field, request)
+                && <$rule as Rule>::reads_tolerations(&spec.$field, request)) ||)* false
         }
 
         /// Whether a rule that applies to such a request reads who sent it.
@@ -367,6 +379,34 @@ mod tests {
                 && r.operation != Operation::Delete
                 && kind != Kind::PodTemplate;
             assert_eq!(reads_resources(&spec, r), want, "{r:?}");
+        }
+    }
+
+    /// Tolerations are read where the gated-pod rule compares them (pod UPDATE), where the
+    /// cluster-aware feasibility check places pods, and wherever a node-selection policy
+    /// applies; nowhere else.
+    #[test]
+    fn only_rules_that_compare_or_place_tolerations_read_them() {
+        let spec = RuleSpec::default();
+        let mut policed = RuleSpec::default();
+        policed.node_selection.policies =
+            vec![
+                serde_json::from_value(serde_json::json!({"name": "all", "namespaces": ["*"]}))
+                    .unwrap(),
+            ];
+        for (r, kind) in template_requests() {
+            let gated = r.operation == Operation::Update && kind == Kind::Pod;
+            let placed = r.cluster_aware
+                && r.phase == Phase::Validate
+                && r.operation != Operation::Delete
+                && kind != Kind::PodTemplate;
+            assert_eq!(reads_tolerations(&spec, r), gated || placed, "{r:?}");
+            let judged = r.phase == Phase::Validate && r.operation != Operation::Delete;
+            assert_eq!(
+                reads_tolerations(&policed, r),
+                gated || placed || judged,
+                "{r:?}"
+            );
         }
     }
 

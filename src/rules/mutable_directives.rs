@@ -60,6 +60,11 @@ impl Rule for MutableDirectivesRule {
         s.enabled && r.kind == ObjectKind::Template(Kind::Pod) && r.operation == Operation::Update
     }
 
+    /// Existing tolerations must stay (`validateOnlyAddedTolerations`).
+    fn reads_tolerations(_: &MutableDirectives, _: Request) -> bool {
+        true
+    }
+
     /// Only to restrict who may tighten: with no `allowedUsers`, anyone may.
     fn reads_user(s: &MutableDirectives, _: Request) -> bool {
         !s.allowed_users.is_empty()

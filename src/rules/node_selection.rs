@@ -88,6 +88,11 @@ impl Rule for NodeSelectionRule {
             && matches!(r.kind, ObjectKind::Template(_))
     }
 
+    /// A policy's `allowedTolerations`, and the tolerations an update adds.
+    fn reads_tolerations(_: &NodeSelection, _: Request) -> bool {
+        true
+    }
+
     fn evaluate(s: &NodeSelection, input: &Input, verdict: &mut Verdict) {
         let Some((object, old)) = input.templates() else {
             return;

@@ -42,7 +42,7 @@ impl Seen {
 }
 
 /// How much of an object to read, beyond the kind and the pod spec's scheduling fields
-/// (nodeName, nodeSelector, affinity, tolerations, schedulingGates, topologySpreadConstraints).
+/// (nodeName, nodeSelector, affinity, schedulingGates, topologySpreadConstraints).
 /// What is not read is skipped like any unread value (structure checked) and left empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Part {
@@ -53,18 +53,33 @@ pub struct Part {
     /// a DaemonSet's pods one more toleration): read only for rules that place pods
     /// ([`crate::rules::reads_resources`]).
     pub resources: bool,
+    /// Tolerations: read only for rules that compare or place them
+    /// ([`crate::rules::reads_tolerations`]); every pod carries the two DefaultTolerationSeconds
+    /// adds, a tenth of reading a pod.
+    pub tolerations: bool,
 }
 
 impl Part {
     pub const WHOLE: Part = Part {
         identity: true,
         resources: true,
+        tolerations: true,
     };
-    /// What rules compare of an UPDATE's old object.
+    /// What rules compare of an UPDATE's old object, tolerations included.
     pub const SCHEDULING: Part = Part {
         identity: false,
         resources: false,
+        tolerations: true,
     };
+
+    /// Whether a [`pod_spec_field`] is read.
+    fn reads(self, field: usize) -> bool {
+        match field {
+            3 => self.tolerations,
+            6.. => self.resources,
+            _ => true,
+        }
+    }
 }
 
 /// Where an UPDATE's new object's values lie in the body, by key: its top-level values that
@@ -74,9 +89,8 @@ impl Part {
 pub struct Noted<'de> {
     top: Vec<(&'de str, Range<usize>)>,
     spec: Vec<(&'de str, Range<usize>)>,
-    /// Whether the new object's containers and resources were read (else they cannot be
-    /// taken from it).
-    resources: bool,
+    /// What of the new object was read (what was not cannot be taken from it).
+    part: Option<Part>,
 }
 
 /// kube-apiserver sends an UPDATE's old object after the new one, and an update changes few
@@ -183,9 +197,9 @@ impl<'de> Echo<'_, 'de> {
             return Ok(false);
         };
         let take = |f: Option<usize>| {
-            let read = f.filter(|&f| read_always(f) || part.resources);
+            let read = f.filter(|&f| part.reads(f));
             // Taken only when the new object read the field as this one would.
-            read.is_none_or(|f| read_always(f) || noted.resources)
+            read.is_none_or(|f| noted.part.is_some_and(|p| p.reads(f)))
                 .then_some(read)
         };
         let field = pod_spec_field(key);
@@ -269,7 +283,7 @@ pub(super) fn template_into<'de>(
     t: &mut PodTemplate,
 ) -> Result<(), Error> {
     if let Echo::Note(noted) = echo {
-        noted.resources = part.resources;
+        noted.part = Some(part);
         // Room for a pod spec's entries as kube-apiserver sends them (some 20): noting them
         // would otherwise grow the list four times.
         noted.spec.reserve(32);
@@ -497,8 +511,9 @@ fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
     Ok(meta)
 }
 
-/// The pod spec's fields read here, as [`Seen`] bits; from 6 on (containers, initContainers,
-/// overhead, resources, hostNetwork) only with [`Part::resources`] ([`read_always`]).
+/// The pod spec's fields read here, as [`Seen`] bits; tolerations only with
+/// [`Part::tolerations`], from 6 on (containers, initContainers, overhead, resources,
+/// hostNetwork) only with [`Part::resources`] ([`Part::reads`]).
 fn pod_spec_field(key: &str) -> Option<usize> {
     Some(match key {
         "nodeName" => 0,
@@ -514,11 +529,6 @@ fn pod_spec_field(key: &str) -> Option<usize> {
         "hostNetwork" => 10,
         _ => return None,
     })
-}
-
-/// Whether a [`pod_spec_field`] is read whatever the [`Part`].
-fn read_always(field: usize) -> bool {
-    field < 6
 }
 
 fn pod_spec<'de>(
@@ -548,7 +558,11 @@ fn pod_spec<'de>(
             }
             "tolerations" => {
                 seen.first(3)?;
-                spec.tolerations = opt_vec(de, api::toleration)?;
+                if part.tolerations {
+                    spec.tolerations = opt_vec(de, api::toleration)?;
+                } else {
+                    de.skip_value()?;
+                }
             }
             "schedulingGates" => {
                 seen.first(4)?;

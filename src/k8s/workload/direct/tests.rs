@@ -396,7 +396,7 @@ fn full_field_objects() -> Vec<(Kind, String)> {
 }
 
 /// A part of an object is the whole read less what the part leaves out: metadata and the
-/// selector for an UPDATE's old object, resources when no rule reads them.
+/// selector for an UPDATE's old object, resources and tolerations when no rule reads them.
 #[test]
 fn a_part_is_the_whole_less_what_it_leaves_out() {
     let read = |text: &str, kind, part| {
@@ -408,8 +408,13 @@ fn a_part_is_the_whole_less_what_it_leaves_out() {
     let no_resources = Part {
         identity: true,
         resources: false,
+        tolerations: true,
     };
-    for part in [Part::SCHEDULING, no_resources] {
+    let no_tolerations = Part {
+        tolerations: false,
+        ..Part::SCHEDULING
+    };
+    for part in [Part::SCHEDULING, no_resources, no_tolerations] {
         for (kind, text) in &objects {
             let mut want = read(text, *kind, Part::WHOLE).unwrap();
             if !part.identity {
@@ -424,6 +429,9 @@ fn a_part_is_the_whole_less_what_it_leaves_out() {
                 want.spec.overhead = None;
                 want.spec.resources = None;
                 want.spec.host_network = None;
+            }
+            if !part.tolerations {
+                want.spec.tolerations = None;
             }
             let got = read(text, *kind, part).unwrap();
             assert_eq!(got, want, "{part:?} {text}");
