@@ -137,6 +137,13 @@ impl<'de> Deserializer<'de> {
     #[inline]
     fn peek(&mut self) -> Option<u8> {
         let b = self.bytes();
+        // The apiserver sends compact JSON: the next byte is almost always no whitespace, which
+        // one comparison tells (every JSON whitespace byte is at most a space).
+        match b.get(self.pos) {
+            Some(&c) if c > b' ' => return Some(c),
+            None => return None,
+            _ => {}
+        }
         while let Some(&c) = b.get(self.pos) {
             if !matches!(c, b' ' | b'\n' | b'\t' | b'\r') {
                 return Some(c);
