@@ -145,8 +145,8 @@ pub struct Input<'a> {
     /// its pod spec's scheduling fields: the admission path's single pass reads only those of a
     /// pod template ([`crate::k8s::workload::Part::SCHEDULING`]), leaving its metadata and
     /// containers empty (and its tolerations, as the new object's, when no rule that applies
-    /// reads them: [`Rule::reads_tolerations`]), while the other paths (objects met before the request's kind, the
-    /// reference reader) read it whole.
+    /// reads them: [`Rule::reads_tolerations`]), while the other paths (objects met before the
+    /// request's kind, the reference reader) read it whole.
     pub old_object: Option<Subject<'a>>,
     pub context: Context<'a>,
 }
