@@ -21,8 +21,11 @@ const WORD: usize = std::mem::size_of::<usize>();
 pub struct MiMalloc;
 
 // SAFETY: each method forwards to mimalloc with a size and alignment it honours: plain blocks
-// only when the layout asks for at most word alignment, which every block has; memory is
-// freed by `mi_free`, which takes blocks from either family.
+// only when the layout asks for at most word alignment, which every block has (size classes
+// are multiples of a word, pages start their blocks 16-aligned); memory is freed by `mi_free`,
+// which takes blocks from either family. This holds with mimalloc's debug features off, as
+// Cargo.toml builds it: its guarded mode (`MI_GUARDED`, debug builds only) may place a plain
+// block against a guard page at any alignment.
 unsafe impl GlobalAlloc for MiMalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
