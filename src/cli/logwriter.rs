@@ -43,31 +43,39 @@ pub fn batch<W: Write + Send + 'static>(mut out: W) -> (BatchWriter, Guard) {
     let s = shared.clone();
     let thread = std::thread::Builder::new()
         .name("log-writer".into())
-        .spawn(move || loop {
-            // Idle until a first line, then gather for a moment and write all at once.
-            {
-                let Ok(mut b) = s.buf.lock() else { return };
-                while b.bytes.is_empty() && !b.closed {
-                    b = match s.wake.wait(b) {
-                        Ok(b) => b,
-                        Err(_) => return,
-                    };
+        .spawn(move || {
+            // The loggers fill one buffer while the other is written: a buffer handed back
+            // keeps its capacity, so lines are not copied again as it grows, and its pages are
+            // not faulted in afresh, every interval.
+            let mut spare = Vec::new();
+            loop {
+                // Idle until a first line, then gather for a moment and write all at once.
+                {
+                    let Ok(mut b) = s.buf.lock() else { return };
+                    while b.bytes.is_empty() && !b.closed {
+                        b = match s.wake.wait(b) {
+                            Ok(b) => b,
+                            Err(_) => return,
+                        };
+                    }
+                    if !b.closed {
+                        drop(b);
+                        std::thread::sleep(INTERVAL);
+                    }
                 }
-                if !b.closed {
-                    drop(b);
-                    std::thread::sleep(INTERVAL);
+                let closed = {
+                    let Ok(mut b) = s.buf.lock() else { return };
+                    std::mem::swap(&mut b.bytes, &mut spare);
+                    b.closed
+                };
+                s.drained.notify_all();
+                // A log that cannot be written is not worth failing a request for.
+                let _ = out.write_all(&spare);
+                let _ = out.flush();
+                spare.clear();
+                if closed {
+                    return;
                 }
-            }
-            let (bytes, closed) = {
-                let Ok(mut b) = s.buf.lock() else { return };
-                (std::mem::take(&mut b.bytes), b.closed)
-            };
-            s.drained.notify_all();
-            // A log that cannot be written is not worth failing a request for.
-            let _ = out.write_all(&bytes);
-            let _ = out.flush();
-            if closed {
-                return;
             }
         })
         .ok();
