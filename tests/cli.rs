@@ -882,6 +882,8 @@ fn check_walks_and_filters_like_a_linter() {
     std::fs::write(dir.join(".git/config.yaml"), "[core]\n").unwrap();
     std::fs::write(dir.join("vendor/zone.yaml"), &bad).unwrap();
     std::fs::write(dir.join("app.yaml"), &bad).unwrap();
+    // A link back up is a loop: followed, it would walk the tree again at every level.
+    std::os::unix::fs::symlink("..", dir.join("vendor/loop")).unwrap();
     // A FIFO named like a manifest is passed over: reading it would block the walk.
     let fifo = dir.join("pipe.yaml");
     assert!(Command::new("mkfifo")
@@ -908,6 +910,12 @@ fn check_walks_and_filters_like_a_linter() {
         "app.yaml, Chart.yaml, vendor/zone.yaml"
     );
     assert!(r.stderr.contains(".git (hidden directory)"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("vendor/loop (a link back to a directory above it: a file system loop)"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.stderr.contains("chart/templates (Helm chart templates"),
         "{}",

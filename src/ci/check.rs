@@ -254,7 +254,11 @@ impl Checker {
                     column: e.pos_col,
                 },
                 RULE_YAML,
-                format!("not valid YAML: {}", e.message),
+                if e.no_json {
+                    format!("cannot be sent to the API server: {}", e.message)
+                } else {
+                    format!("not valid YAML: {}", e.message)
+                },
             )),
         }
     }
@@ -397,10 +401,7 @@ impl Checker {
         for d in found {
             if ignored.contains(&d.rule) {
                 self.report.suppressed.push(Suppressed {
-                    file: d.file,
-                    line: d.line,
-                    object: d.object,
-                    rule: d.rule,
+                    finding: d,
                     reason: reason.clone(),
                 });
             } else {

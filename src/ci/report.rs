@@ -59,14 +59,35 @@ impl Diagnostic {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// A finding its object opts out of (`placement-guard.io/ignore`), with the annotation's reason.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Suppressed {
-    pub file: String,
-    pub line: usize,
-    pub object: String,
-    pub rule: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finding: Diagnostic,
     pub reason: Option<String>,
+}
+
+/// In JSON, where it is and what it would have been: `{file, line, object, rule, reason}`.
+impl Serialize for Suppressed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown<'a> {
+            file: &'a str,
+            line: usize,
+            object: &'a str,
+            rule: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reason: Option<&'a str>,
+        }
+        let d = &self.finding;
+        Shown {
+            file: &d.file,
+            line: d.line,
+            object: &d.object,
+            rule: &d.rule,
+            reason: self.reason.as_deref(),
+        }
+        .serialize(s)
+    }
 }
 
 /// The outcome of a whole run.
@@ -148,10 +169,11 @@ pub fn text(r: &Report, color: bool) -> String {
             .as_deref()
             .map(|r| format!(" ({r})"))
             .unwrap_or_default();
+        let d = &s.finding;
         let _ = writeln!(
             out,
             "{}:{}: suppressed[{}] {}{reason}",
-            s.file, s.line, s.rule, s.object
+            d.file, d.line, d.rule, d.object
         );
     }
     let _ = writeln!(out, "{}", summary(r));
@@ -255,7 +277,7 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
     use serde_sarif::sarif::{
         ArtifactLocation, Location, LogicalLocation, Message, MultiformatMessageString,
         PhysicalLocation, Region, ReportingDescriptor, Result as SarifResult, ResultLevel, Run,
-        Sarif, Tool, ToolComponent,
+        Sarif, Suppression, Tool, ToolComponent,
     };
     let text = |t: &str| MultiformatMessageString::builder().text(t).build();
     let rules: Vec<ReportingDescriptor> = crate::rules::all_rules()
@@ -273,63 +295,75 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
                 .build()
         }))
         .collect();
+    let result = |d: &Diagnostic| {
+        let mut text = headline(d);
+        if let Some(h) = &d.hint {
+            text.push_str("\nhelp: ");
+            text.push_str(h);
+        }
+        SarifResult::builder()
+            .rule_id(d.rule.clone())
+            .level(match d.severity {
+                Severity::Error => ResultLevel::Error,
+                Severity::Warning => ResultLevel::Warning,
+            })
+            .message(Message::builder().text(text).build())
+            .locations(vec![if r.from_cluster {
+                // An object of the live cluster (`audit`): named, not a file to open.
+                Location::builder()
+                    .logical_locations(vec![LogicalLocation::builder()
+                        .fully_qualified_name(d.file.clone())
+                        .kind("object")
+                        .build()])
+                    .build()
+            } else {
+                Location::builder()
+                    .physical_location({
+                        let artifact = {
+                            let (uri, base) = artifact(&d.file, root);
+                            match base {
+                                Some(b) => {
+                                    ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
+                                }
+                                None => ArtifactLocation::builder().uri(uri).build(),
+                            }
+                        };
+                        // A finding without a position has no region.
+                        if d.line > 0 {
+                            PhysicalLocation::builder()
+                                .artifact_location(artifact)
+                                .region(
+                                    Region::builder()
+                                        .start_line(d.line as i64)
+                                        .start_column(d.column as i64)
+                                        .build(),
+                                )
+                                .build()
+                        } else {
+                            PhysicalLocation::builder()
+                                .artifact_location(artifact)
+                                .build()
+                        }
+                    })
+                    .build()
+            }])
+            .build()
+    };
+    // Suppressed findings are listed too, marked as suppressed in the source with the
+    // annotation's reason: code scanning shows them as dismissed, not as gone.
     let results: Vec<SarifResult> = r
         .diagnostics
         .iter()
-        .map(|d| {
-            let mut text = headline(d);
-            if let Some(h) = &d.hint {
-                text.push_str("\nhelp: ");
-                text.push_str(h);
-            }
-            SarifResult::builder()
-                .rule_id(d.rule.clone())
-                .level(match d.severity {
-                    Severity::Error => ResultLevel::Error,
-                    Severity::Warning => ResultLevel::Warning,
-                })
-                .message(Message::builder().text(text).build())
-                .locations(vec![if r.from_cluster {
-                    // An object of the live cluster (`audit`): named, not a file to open.
-                    Location::builder()
-                        .logical_locations(vec![LogicalLocation::builder()
-                            .fully_qualified_name(d.file.clone())
-                            .kind("object")
-                            .build()])
-                        .build()
-                } else {
-                    Location::builder()
-                        .physical_location({
-                            let artifact = {
-                                let (uri, base) = artifact(&d.file, root);
-                                match base {
-                                    Some(b) => {
-                                        ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
-                                    }
-                                    None => ArtifactLocation::builder().uri(uri).build(),
-                                }
-                            };
-                            // A finding without a position has no region.
-                            if d.line > 0 {
-                                PhysicalLocation::builder()
-                                    .artifact_location(artifact)
-                                    .region(
-                                        Region::builder()
-                                            .start_line(d.line as i64)
-                                            .start_column(d.column as i64)
-                                            .build(),
-                                    )
-                                    .build()
-                            } else {
-                                PhysicalLocation::builder()
-                                    .artifact_location(artifact)
-                                    .build()
-                            }
-                        })
-                        .build()
-                }])
-                .build()
-        })
+        .map(result)
+        .chain(r.suppressed.iter().map(|s| {
+            let mut res = result(&s.finding);
+            let inline = Suppression::builder().kind(serde_json::json!("inSource"));
+            res.suppressions = Some(vec![match &s.reason {
+                Some(why) => inline.justification(why.clone()).build(),
+                None => inline.build(),
+            }]);
+            res
+        }))
         .collect();
     let tool = Tool::builder()
         .driver(
@@ -401,14 +435,20 @@ pub fn junit(r: &Report) -> String {
             ds.iter()
                 .filter(|d| d.severity == sev)
                 .map(|d| {
-                    format!(
+                    let mut line = format!(
                         "{}:{}:{}: {label}[{}] {}",
                         d.file,
                         d.line,
                         d.column,
                         d.rule,
                         headline(d)
-                    )
+                    );
+                    // The fix, as the text output gives it.
+                    if let Some(h) = &d.hint {
+                        line.push_str("\n    help: ");
+                        line.push_str(h);
+                    }
+                    line
                 })
                 .collect()
         };

@@ -83,10 +83,13 @@ fn glob(pattern: &str) -> wildmatch::WildMatch {
 }
 
 /// Adds the manifests below `dir` to `out`; a directory that cannot be read (at any depth) is
-/// added as an unreadable input, and the walk goes on with the rest.
+/// added as an unreadable input, and the walk goes on with the rest. `above` holds the
+/// resolved paths of the directories being walked, `dir`'s included: links are followed, and
+/// one that leads back to any of them is a loop, skipped (as ripgrep and walkdir do).
 fn walk(
     dir: &Path,
     excludes: &[wildmatch::WildMatch],
+    above: &mut Vec<PathBuf>,
     out: &mut Vec<Input>,
     skipped: &mut Vec<Skipped>,
 ) {
@@ -135,7 +138,20 @@ fn walk(
                     why: "Helm chart templates are Go templates, not YAML: check `helm template` output instead",
                 });
             } else {
-                walk(&p, excludes, out, skipped);
+                match std::fs::canonicalize(&p) {
+                    Ok(real) if above.contains(&real) => skipped.push(Skipped {
+                        path: p,
+                        why: "a link back to a directory above it: a file system loop",
+                    }),
+                    real => {
+                        // One that cannot be resolved is walked, to be reported unreadable.
+                        let pushed = real.map(|r| above.push(r)).is_ok();
+                        walk(&p, excludes, above, out, skipped);
+                        if pushed {
+                            above.pop();
+                        }
+                    }
+                }
             }
         } else if has_manifest_extension(&p) && !hidden {
             // A FIFO, socket or device named like a manifest would block the walk or never end.
@@ -205,7 +221,8 @@ pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
         }
         let p = Path::new(arg);
         if p.is_dir() {
-            walk(p, &excludes, &mut c.inputs, &mut c.skipped);
+            let mut above: Vec<PathBuf> = std::fs::canonicalize(p).into_iter().collect();
+            walk(p, &excludes, &mut above, &mut c.inputs, &mut c.skipped);
         } else if p.exists() {
             c.inputs.push(Input {
                 name: arg.clone(),

@@ -64,13 +64,15 @@ fn pointer(segs: &[JsonSegment]) -> String {
     s
 }
 
-/// A file that is not valid YAML.
+/// A file that is not valid YAML, or YAML with no JSON form to send to the API server.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{pos_line}:{pos_col}: {message}")]
 pub struct SyntaxError {
     pub pos_line: usize,
     pub pos_col: usize,
     pub message: String,
+    /// Valid YAML that JSON cannot carry (an infinite or NaN number).
+    pub no_json: bool,
 }
 
 fn pos(m: &saphyr::Marker) -> Pos {
@@ -127,6 +129,7 @@ fn syntax_error(node: &MarkedYaml, message: &str) -> SyntaxError {
         pos_line: node.span.start.line(),
         pos_col: node.span.start.col() + 1,
         message: message.to_string(),
+        no_json: false,
     }
 }
 
@@ -136,6 +139,21 @@ fn convert(
     positions: &mut HashMap<String, Pos>,
 ) -> Result<Value, SyntaxError> {
     Ok(match &node.data {
+        // JSON has no infinity or NaN: kubectl refuses `.inf` and `.nan` (json.Marshal's
+        // "unsupported value") and sends `1e400` as a string the apiserver refuses; converted to
+        // null here, the field would be judged as if it were unset.
+        YamlData::Value(Scalar::FloatingPoint(f)) if !f.into_inner().is_finite() => {
+            return Err(SyntaxError {
+                no_json: true,
+                ..syntax_error(
+                    node,
+                    &format!(
+                        "{} is not a number JSON can carry (infinite, beyond float64's range, or NaN): write a finite number",
+                        f.into_inner()
+                    ),
+                )
+            })
+        }
         YamlData::Value(s) => scalar_to_json(s),
         YamlData::Representation(r, _, _) => Value::String(r.to_string()),
         YamlData::Tagged(_, inner) => convert(inner, ptr, positions)?,
@@ -398,6 +416,7 @@ fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
             pos_line: line,
             pos_col: col,
             message,
+            no_json: false,
         }
     })?;
     let mut out = Vec::new();
@@ -508,6 +527,27 @@ mod tests {
         assert!(v["d"].is_null());
         assert_eq!(v["e"], 1.5);
         assert_eq!(v["f"], "on");
+    }
+
+    #[test]
+    fn numbers_json_cannot_carry_are_errors_at_their_place() {
+        for (text, shown) in [
+            ("a:\n  b: .inf\n", "inf"),
+            ("a:\n  b: -.inf\n", "-inf"),
+            ("a:\n  b: 1e400\n", "inf"),
+            ("a:\n  b: .nan\n", "NaN"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!((e.pos_line, e.pos_col, e.no_json), (2, 6, true), "{text}");
+            assert!(
+                e.message
+                    .starts_with(&format!("{shown} is not a number JSON can carry")),
+                "{text}: {}",
+                e.message
+            );
+        }
+        // The largest finite float is a number still.
+        assert!(parse("a: 1.7976931348623157e308\n").is_ok());
     }
 
     /// `<<` as kubectl's YAML reader applies it: merged keys where the merge key stands, later

@@ -83,11 +83,29 @@ fn sarif_is_valid_sarif_2_1_0() {
         serde_json::from_str(&report::sarif(&r, Some("/src/project"))).unwrap();
     assert_eq!(v["version"], "2.1.0");
     let results = v["runs"][0]["results"].as_array().unwrap();
-    assert_eq!(results.len(), r.diagnostics.len());
+    assert_eq!(results.len(), r.diagnostics.len() + r.suppressed.len());
     assert_eq!(
         results[0]["locations"][0]["physicalLocation"]["region"]["startLine"],
         r.diagnostics[0].line
     );
+    // Suppressed findings follow, marked as suppressed in the source, with the reason given.
+    let (shown, suppressed) = results.split_at(r.diagnostics.len());
+    assert!(shown.iter().all(|x| x.get("suppressions").is_none()));
+    assert_eq!(suppressed.len(), 2);
+    for (x, s) in suppressed.iter().zip(&r.suppressed) {
+        assert_eq!(x["ruleId"], s.finding.rule.as_str());
+        assert_eq!(
+            x["locations"][0]["physicalLocation"]["region"]["startLine"],
+            s.finding.line
+        );
+        assert_eq!(
+            x["suppressions"],
+            serde_json::json!([{
+                "kind": "inSource",
+                "justification": "one replica per zone is the point of this database"
+            }])
+        );
+    }
     // Parses back into the typed SARIF model.
     let _: serde_sarif::sarif::Sarif = serde_json::from_value(v).unwrap();
 }
@@ -562,7 +580,7 @@ spec:
     assert_eq!(
         r.suppressed
             .iter()
-            .map(|s| s.rule.as_str())
+            .map(|s| s.finding.rule.as_str())
             .collect::<Vec<_>>(),
         ["topology-spread-defaults"]
     );
@@ -629,4 +647,49 @@ spec:
         "{:#?}",
         r.diagnostics
     );
+}
+
+/// A number JSON has no form for is reported where it stands, not judged as an unset field
+/// (`maxSkew: .inf` read as null would be "must be greater than zero"); the next document is
+/// still checked.
+#[test]
+fn numbers_without_a_json_form_are_reported_where_they_stand() {
+    let text = "apiVersion: v1
+kind: Pod
+metadata: {name: a}
+spec:
+  topologySpreadConstraints:
+  - maxSkew: .inf
+    topologyKey: zone
+    whenUnsatisfiable: DoNotSchedule
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b}
+spec:
+  nodeSelector: {zone: a}
+";
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("inf.yaml", text);
+    let r = c.finish();
+    let yaml: Vec<(usize, usize, &str)> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == RULE_YAML)
+        .map(|d| (d.line, d.column, d.message.as_str()))
+        .collect();
+    assert_eq!(
+        yaml,
+        [(
+            6,
+            14,
+            "cannot be sent to the API server: inf is not a number JSON can carry (infinite, beyond float64's range, or NaN): write a finite number"
+        )]
+    );
+    assert!(
+        r.diagnostics.iter().all(|d| d.object != "Pod a"),
+        "the first pod is not judged: {:?}",
+        r.diagnostics
+    );
+    assert_eq!(r.objects, 1, "the second pod is checked");
 }
