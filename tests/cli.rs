@@ -967,6 +967,50 @@ fn check_walks_and_filters_like_a_linter() {
         rules(&r)
     );
     assert_eq!(r.code, 0, "only warnings remain");
+    // Suppressed findings are filtered as findings are.
+    let suppressed = |r: &Run| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        v["suppressed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let db = "testdata/manifests/suppressed.json";
+    let r = run(&["check", "-o", "json", db], None);
+    assert_eq!(
+        suppressed(&r),
+        ["hard-anti-affinity", "topology-spread-defaults"]
+    );
+    let r = run(
+        &[
+            "check",
+            "-o",
+            "json",
+            "--skip-rule",
+            "hard-anti-affinity",
+            db,
+        ],
+        None,
+    );
+    assert_eq!(suppressed(&r), ["topology-spread-defaults"]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&r.stdout).unwrap()["summary"]["suppressed"],
+        1
+    );
+    let r = run(
+        &[
+            "check",
+            "-o",
+            "json",
+            "--only-rule",
+            "hard-anti-affinity",
+            db,
+        ],
+        None,
+    );
+    assert_eq!(suppressed(&r), ["hard-anti-affinity"]);
     let r = run(&["check", "--only-rule", "no-such-rule", a], None);
     assert_eq!(r.code, 2);
     assert!(

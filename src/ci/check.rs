@@ -401,7 +401,10 @@ impl Checker {
         for d in found {
             if ignored.contains(&d.rule) {
                 self.report.suppressed.push(Suppressed {
-                    finding: d,
+                    file: d.file,
+                    line: d.line,
+                    object: d.object,
+                    rule: d.rule,
                     reason: reason.clone(),
                 });
             } else {

@@ -59,35 +59,14 @@ impl Diagnostic {
     }
 }
 
-/// A finding its object opts out of (`placement-guard.io/ignore`), with the annotation's reason.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Suppressed {
-    pub finding: Diagnostic,
+    pub file: String,
+    pub line: usize,
+    pub object: String,
+    pub rule: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-}
-
-/// In JSON, where it is and what it would have been: `{file, line, object, rule, reason}`.
-impl Serialize for Suppressed {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Shown<'a> {
-            file: &'a str,
-            line: usize,
-            object: &'a str,
-            rule: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            reason: Option<&'a str>,
-        }
-        let d = &self.finding;
-        Shown {
-            file: &d.file,
-            line: d.line,
-            object: &d.object,
-            rule: &d.rule,
-            reason: self.reason.as_deref(),
-        }
-        .serialize(s)
-    }
 }
 
 /// The outcome of a whole run.
@@ -169,11 +148,10 @@ pub fn text(r: &Report, color: bool) -> String {
             .as_deref()
             .map(|r| format!(" ({r})"))
             .unwrap_or_default();
-        let d = &s.finding;
         let _ = writeln!(
             out,
             "{}:{}: suppressed[{}] {}{reason}",
-            d.file, d.line, d.rule, d.object
+            s.file, s.line, s.rule, s.object
         );
     }
     let _ = writeln!(out, "{}", summary(r));
@@ -277,7 +255,7 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
     use serde_sarif::sarif::{
         ArtifactLocation, Location, LogicalLocation, Message, MultiformatMessageString,
         PhysicalLocation, Region, ReportingDescriptor, Result as SarifResult, ResultLevel, Run,
-        Sarif, Suppression, Tool, ToolComponent,
+        Sarif, Tool, ToolComponent,
     };
     let text = |t: &str| MultiformatMessageString::builder().text(t).build();
     let rules: Vec<ReportingDescriptor> = crate::rules::all_rules()
@@ -295,75 +273,65 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
                 .build()
         }))
         .collect();
-    let result = |d: &Diagnostic| {
-        let mut text = headline(d);
-        if let Some(h) = &d.hint {
-            text.push_str("\nhelp: ");
-            text.push_str(h);
-        }
-        SarifResult::builder()
-            .rule_id(d.rule.clone())
-            .level(match d.severity {
-                Severity::Error => ResultLevel::Error,
-                Severity::Warning => ResultLevel::Warning,
-            })
-            .message(Message::builder().text(text).build())
-            .locations(vec![if r.from_cluster {
-                // An object of the live cluster (`audit`): named, not a file to open.
-                Location::builder()
-                    .logical_locations(vec![LogicalLocation::builder()
-                        .fully_qualified_name(d.file.clone())
-                        .kind("object")
-                        .build()])
-                    .build()
-            } else {
-                Location::builder()
-                    .physical_location({
-                        let artifact = {
-                            let (uri, base) = artifact(&d.file, root);
-                            match base {
-                                Some(b) => {
-                                    ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
-                                }
-                                None => ArtifactLocation::builder().uri(uri).build(),
-                            }
-                        };
-                        // A finding without a position has no region.
-                        if d.line > 0 {
-                            PhysicalLocation::builder()
-                                .artifact_location(artifact)
-                                .region(
-                                    Region::builder()
-                                        .start_line(d.line as i64)
-                                        .start_column(d.column as i64)
-                                        .build(),
-                                )
-                                .build()
-                        } else {
-                            PhysicalLocation::builder()
-                                .artifact_location(artifact)
-                                .build()
-                        }
-                    })
-                    .build()
-            }])
-            .build()
-    };
-    // Suppressed findings are listed too, marked as suppressed in the source with the
-    // annotation's reason: code scanning shows them as dismissed, not as gone.
+    // Suppressed findings are left out: GitHub code scanning does not honour SARIF's
+    // `suppressions` (github/codeql-action#1230) and would raise them as open alerts.
     let results: Vec<SarifResult> = r
         .diagnostics
         .iter()
-        .map(result)
-        .chain(r.suppressed.iter().map(|s| {
-            let mut res = result(&s.finding);
-            let inline = Suppression::builder().kind(serde_json::json!("inSource"));
-            res.suppressions = Some(vec![match &s.reason {
-                Some(why) => inline.justification(why.clone()).build(),
-                None => inline.build(),
-            }]);
-            res
-        }))
+        .map(|d| {
+            let mut text = headline(d);
+            if let Some(h) = &d.hint {
+                text.push_str("\nhelp: ");
+                text.push_str(h);
+            }
+            SarifResult::builder()
+                .rule_id(d.rule.clone())
+                .level(match d.severity {
+                    Severity::Error => ResultLevel::Error,
+                    Severity::Warning => ResultLevel::Warning,
+                })
+                .message(Message::builder().text(text).build())
+                .locations(vec![if r.from_cluster {
+                    // An object of the live cluster (`audit`): named, not a file to open.
+                    Location::builder()
+                        .logical_locations(vec![LogicalLocation::builder()
+                            .fully_qualified_name(d.file.clone())
+                            .kind("object")
+                            .build()])
+                        .build()
+                } else {
+                    Location::builder()
+                        .physical_location({
+                            let artifact = {
+                                let (uri, base) = artifact(&d.file, root);
+                                match base {
+                                    Some(b) => {
+                                        ArtifactLocation::builder().uri(uri).uri_base_id(b).build()
+                                    }
+                                    None => ArtifactLocation::builder().uri(uri).build(),
+                                }
+                            };
+                            // A finding without a position has no region.
+                            if d.line > 0 {
+                                PhysicalLocation::builder()
+                                    .artifact_location(artifact)
+                                    .region(
+                                        Region::builder()
+                                            .start_line(d.line as i64)
+                                            .start_column(d.column as i64)
+                                            .build(),
+                                    )
+                                    .build()
+                            } else {
+                                PhysicalLocation::builder()
+                                    .artifact_location(artifact)
+                                    .build()
+                            }
+                        })
+                        .build()
+                }])
+                .build()
+        })
         .collect();
     let tool = Tool::builder()
         .driver(

@@ -178,7 +178,7 @@ fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
             report
                 .suppressed
                 .iter()
-                .map(|s| json!({"rule": s.finding.rule, "object": s.finding.object, "reason": s.reason}))
+                .map(|s| json!({"rule": s.rule, "object": s.object, "reason": s.reason}))
                 .collect::<Vec<_>>(),
         )
         .unwrap_or(Value::Null);

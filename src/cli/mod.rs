@@ -713,14 +713,12 @@ fn default_namespace(args: &live::LiveArgs) -> Result<String, String> {
 fn render_report(mut report: crate::ci::report::Report, run: &ReportArgs) -> ExitCode {
     use crate::ci::report::{self, Severity};
     use std::io::IsTerminal;
-    if !run.only_rule.is_empty() {
-        report
-            .diagnostics
-            .retain(|d| run.only_rule.contains(&d.rule));
-    }
-    report
-        .diagnostics
-        .retain(|d| !run.skip_rule.contains(&d.rule));
+    // Suppressed findings are filtered alike: they are listed and counted as findings are.
+    let shown = |rule: &String| {
+        (run.only_rule.is_empty() || run.only_rule.contains(rule)) && !run.skip_rule.contains(rule)
+    };
+    report.diagnostics.retain(|d| shown(&d.rule));
+    report.suppressed.retain(|s| shown(&s.rule));
     let use_color = match run.color {
         Color::Always => true,
         Color::Never => false,

@@ -134,35 +134,43 @@ fn syntax_error(node: &MarkedYaml, message: &str) -> SyntaxError {
 }
 
 fn convert(
+    text: &str,
     node: &MarkedYaml,
     ptr: &str,
     positions: &mut HashMap<String, Pos>,
 ) -> Result<Value, SyntaxError> {
     Ok(match &node.data {
-        // JSON has no infinity or NaN: kubectl refuses `.inf` and `.nan` (json.Marshal's
-        // "unsupported value") and sends `1e400` as a string the apiserver refuses; converted to
-        // null here, the field would be judged as if it were unset.
+        // JSON has no infinity or NaN. kubectl's YAML reader (go-yaml v2) reads `.inf` and
+        // `.nan` as such floats, which json.Marshal then refuses ("unsupported value"); a
+        // number beyond float64's range (`1e400`) it keeps as the string written. Converted to
+        // null, either would be judged as an unset field.
         YamlData::Value(Scalar::FloatingPoint(f)) if !f.into_inner().is_finite() => {
-            return Err(SyntaxError {
-                no_json: true,
-                ..syntax_error(
-                    node,
-                    &format!(
-                        "{} is not a number JSON can carry (infinite, beyond float64's range, or NaN): write a finite number",
-                        f.into_inner()
-                    ),
-                )
-            })
+            let written = scalar_text(text, node);
+            match written {
+                Some(w) if !is_inf_or_nan(&w) => Value::String(w),
+                _ => {
+                    return Err(SyntaxError {
+                        no_json: true,
+                        ..syntax_error(
+                            node,
+                            &format!(
+                                "{} is not a number JSON can carry: kubectl refuses it (json: unsupported value); write a finite number",
+                                written.as_deref().unwrap_or(if f.into_inner().is_nan() { ".nan" } else { ".inf" })
+                            ),
+                        )
+                    })
+                }
+            }
         }
         YamlData::Value(s) => scalar_to_json(s),
         YamlData::Representation(r, _, _) => Value::String(r.to_string()),
-        YamlData::Tagged(_, inner) => convert(inner, ptr, positions)?,
+        YamlData::Tagged(_, inner) => convert(text, inner, ptr, positions)?,
         YamlData::Sequence(items) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 let p = format!("{ptr}/{i}");
                 positions.insert(p.clone(), pos(&item.span.start));
-                out.push(convert(item, &p, positions)?);
+                out.push(convert(text, item, &p, positions)?);
             }
             Value::Array(out)
         }
@@ -170,13 +178,13 @@ fn convert(
             let mut out = Map::new();
             for (k, v) in map {
                 if is_merge_key(k) {
-                    merge(v, ptr, positions, &mut out)?;
+                    merge(text, v, ptr, positions, &mut out)?;
                     continue;
                 }
                 let key = key_string(k);
                 let p = format!("{ptr}/{}", key.replace('~', "~0").replace('/', "~1"));
                 positions.insert(p.clone(), pos(&k.span.start));
-                let value = convert(v, &p, positions)?;
+                let value = convert(text, v, &p, positions)?;
                 out.insert(key, value);
             }
             Value::Object(out)
@@ -189,6 +197,7 @@ fn convert(
 /// merge key stands (so later keys of the mapping override them), and of a list of mappings the
 /// earlier ones take precedence.
 fn merge(
+    text: &str,
     node: &MarkedYaml,
     ptr: &str,
     positions: &mut HashMap<String, Pos>,
@@ -196,7 +205,7 @@ fn merge(
 ) -> Result<(), SyntaxError> {
     match &node.data {
         YamlData::Mapping(_) => {
-            if let Value::Object(m) = convert(node, ptr, positions)? {
+            if let Value::Object(m) = convert(text, node, ptr, positions)? {
                 out.extend(m);
             }
             Ok(())
@@ -209,7 +218,7 @@ fn merge(
                         "map merge requires map or sequence of maps as the value",
                     ));
                 }
-                merge(item, ptr, positions, out)?;
+                merge(text, item, ptr, positions, out)?;
             }
             Ok(())
         }
@@ -240,6 +249,28 @@ fn list_items<'a, 'y>(doc: &'a MarkedYaml<'y>) -> Option<&'a [MarkedYaml<'y>]> {
 }
 
 /// The mapping key written at a 1-based line and column.
+/// A plain scalar's text as written (on one line), from its span.
+fn scalar_text(text: &str, node: &MarkedYaml) -> Option<String> {
+    let (start, end) = (&node.span.start, &node.span.end);
+    if start.line() != end.line() {
+        return None;
+    }
+    let written: String = text
+        .lines()
+        .nth(start.line().checked_sub(1)?)?
+        .chars()
+        .skip(start.col())
+        .take(end.col().checked_sub(start.col())?)
+        .collect();
+    (!written.is_empty()).then_some(written)
+}
+
+/// The YAML core schema's spellings of infinity and NaN, as go-yaml v2 resolves them.
+fn is_inf_or_nan(s: &str) -> bool {
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    matches!(unsigned, ".inf" | ".Inf" | ".INF") || matches!(s, ".nan" | ".NaN" | ".NAN")
+}
+
 fn key_at(text: &str, line: usize, col: usize) -> Option<String> {
     let rest: String = text
         .lines()
@@ -423,7 +454,7 @@ fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
     let mut read = |node: &MarkedYaml| -> Result<(), SyntaxError> {
         let mut positions = HashMap::new();
         positions.insert(String::new(), pos(&node.span.start));
-        let value = convert(node, "", &mut positions)?;
+        let value = convert(text, node, "", &mut positions)?;
         if !value.is_null() {
             out.push(Object { value, positions });
         }
@@ -530,12 +561,13 @@ mod tests {
     }
 
     #[test]
-    fn numbers_json_cannot_carry_are_errors_at_their_place() {
+    fn infinity_and_nan_are_errors_at_their_place() {
         for (text, shown) in [
-            ("a:\n  b: .inf\n", "inf"),
-            ("a:\n  b: -.inf\n", "-inf"),
-            ("a:\n  b: 1e400\n", "inf"),
-            ("a:\n  b: .nan\n", "NaN"),
+            ("a:\n  b: .inf\n", ".inf"),
+            ("a:\n  b: -.Inf\n", "-.Inf"),
+            ("a:\n  b: +.INF\n", "+.INF"),
+            ("a:\n  b: .nan\n", ".nan"),
+            ("a: {x: 1,\n  b: .NaN}\n", ".NaN"),
         ] {
             let e = parse(text).unwrap_err();
             assert_eq!((e.pos_line, e.pos_col, e.no_json), (2, 6, true), "{text}");
@@ -546,8 +578,19 @@ mod tests {
                 e.message
             );
         }
-        // The largest finite float is a number still.
-        assert!(parse("a: 1.7976931348623157e308\n").is_ok());
+    }
+
+    /// A number beyond float64's range is the string written, as go-yaml v2 reads it (its
+    /// float parse fails, so the scalar resolves as a string): kubectl sends it as such.
+    #[test]
+    fn numbers_beyond_float64_are_the_strings_written() {
+        let v = &parse("a: 1e400\nb: [-2E+999]\nc: 1.7976931348623157e308\n").unwrap()[0].value;
+        assert_eq!(v["a"], "1e400");
+        assert_eq!(v["b"][0], "-2E+999");
+        assert_eq!(
+            v["c"], 1.7976931348623157e308,
+            "the largest finite float is a number"
+        );
     }
 
     /// `<<` as kubectl's YAML reader applies it: merged keys where the merge key stands, later
