@@ -85,7 +85,8 @@ fn glob(pattern: &str) -> wildmatch::WildMatch {
 /// Adds the manifests below `dir` to `out`; a directory that cannot be read (at any depth) is
 /// added as an unreadable input, and the walk goes on with the rest. `above` holds the
 /// resolved paths of the directories being walked, `dir`'s included: links are followed, and
-/// one that leads back to any of them is a loop, skipped (as ripgrep and walkdir do).
+/// one that leads back to any of them is a loop, skipped (ripgrep and walkdir stop loops at
+/// the same place, comparing device and inode).
 fn walk(
     dir: &Path,
     excludes: &[wildmatch::WildMatch],
