@@ -248,7 +248,6 @@ fn list_items<'a, 'y>(doc: &'a MarkedYaml<'y>) -> Option<&'a [MarkedYaml<'y>]> {
     }
 }
 
-/// The mapping key written at a 1-based line and column.
 /// A plain scalar's text as written (on one line), from its span.
 fn scalar_text(text: &str, node: &MarkedYaml) -> Option<String> {
     let (start, end) = (&node.span.start, &node.span.end);
@@ -271,6 +270,7 @@ fn is_inf_or_nan(s: &str) -> bool {
     matches!(unsigned, ".inf" | ".Inf" | ".INF") || matches!(s, ".nan" | ".NaN" | ".NAN")
 }
 
+/// The mapping key written at a 1-based line and column.
 fn key_at(text: &str, line: usize, col: usize) -> Option<String> {
     let rest: String = text
         .lines()
