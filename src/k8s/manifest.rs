@@ -254,11 +254,7 @@ fn scalar_text(text: &str, node: &MarkedYaml) -> Option<String> {
     if start.line() != end.line() {
         return None;
     }
-    let written: String = text
-        .lines()
-        .nth(start.line().checked_sub(1)?)?
-        .chars()
-        .skip(start.col())
+    let written: String = chars_from(text, start.line(), start.col())?
         .take(end.col().checked_sub(start.col())?)
         .collect();
     (!written.is_empty()).then_some(written)
@@ -270,14 +266,15 @@ fn is_inf_or_nan(s: &str) -> bool {
     matches!(unsigned, ".inf" | ".Inf" | ".INF") || matches!(s, ".nan" | ".NaN" | ".NAN")
 }
 
+/// The characters of the 1-based `line` from the 0-based character `col` on, as the parser's
+/// markers count them.
+fn chars_from(text: &str, line: usize, col: usize) -> Option<impl Iterator<Item = char> + '_> {
+    Some(text.lines().nth(line.checked_sub(1)?)?.chars().skip(col))
+}
+
 /// The mapping key written at a 1-based line and column.
 fn key_at(text: &str, line: usize, col: usize) -> Option<String> {
-    let rest: String = text
-        .lines()
-        .nth(line.checked_sub(1)?)?
-        .chars()
-        .skip(col - 1)
-        .collect();
+    let rest: String = chars_from(text, line, col.checked_sub(1)?)?.collect();
     let key = rest
         .split(':')
         .next()?
