@@ -5,6 +5,7 @@
 mod reader;
 mod response;
 
+use crate::k8s::workload::Kind;
 use crate::kruise::workloadspread::WorkloadSpread;
 use crate::rules::{
     self, ClusterState, Context, Input, Operation, Phase, RuleId, RuleSet, Subject, User, Verdict,
@@ -208,6 +209,17 @@ fn review_with(
                 rules,
             )
         }
+        Use::Compared(kind) => {
+            let changed = match (&req.object, &req.old_object) {
+                (Slot::Raw(new), Slot::Raw(old)) => template_changed(kind, new.get(), old.get()),
+                _ => None,
+            };
+            let object = reader::template_of(req.object, kind, "object", op)?;
+            let old = reader::template_of(req.old_object, kind, "oldObject", op)?;
+            let mut input = input(Subject::Template(&object), Some(Subject::Template(&old)));
+            input.context.template_changed = changed;
+            rules::evaluate(&input, rules)
+        }
         Use::Ignore => {
             let mut reviewed = reviewed;
             reviewed.body = response::encode(&reviewed.uid, None);
@@ -215,6 +227,15 @@ fn review_with(
         }
     };
     finish(reviewed, verdict)
+}
+
+/// Whether an UPDATE changes the pod template, the two objects' templates compared as JSON
+/// values; `None` when either object is not JSON (reading it as a template then says why).
+fn template_changed(kind: Kind, new: &str, old: &str) -> Option<bool> {
+    let pointer = kind.template_path().json_pointer();
+    let new: serde_json::Value = serde_json::from_str(new).ok()?;
+    let old: serde_json::Value = serde_json::from_str(old).ok()?;
+    Some(new.pointer(pointer.as_str()) != old.pointer(pointer.as_str()))
 }
 
 /// A WorkloadSpread the single pass kept raw.
@@ -603,6 +624,91 @@ mod tests {
             serde_json::to_vec(&serde_json::from_slice::<serde_json::Value>(&gated).unwrap())
                 .unwrap();
         assert_eq!(slots(&sorted, Phase::Validate), s("raw", "raw"));
+    }
+
+    /// The recorded Deployment UPDATE's request with `object` and `oldObject` as given, in the
+    /// apiserver's field order.
+    fn deployment_update(object: &serde_json::Value, old: &serde_json::Value) -> Vec<u8> {
+        format!(
+            r#"{{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{{"uid":"u1","kind":{{"group":"apps","version":"v1","kind":"Deployment"}},"resource":{{"group":"apps","version":"v1","resource":"deployments"}},"name":"web","namespace":"demo","operation":"UPDATE","userInfo":{{"username":"admin"}},"object":{object},"oldObject":{old}}}}}"#
+        )
+        .into_bytes()
+    }
+
+    /// A workload's UPDATE gets spread defaults only when it changes the pod template: added
+    /// to the unchanged template of a Deployment created before the rule, they would roll out
+    /// all its pods on a `kubectl annotate`. Both readers answer alike.
+    #[test]
+    fn workload_updates_are_defaulted_only_when_the_template_changes() {
+        let recorded: serde_json::Value = serde_json::from_slice(&fixture(
+            "deployment-update-template-add-nodeselector.validate.json",
+        ))
+        .unwrap();
+        let new = &recorded["request"]["object"];
+        let old = &recorded["request"]["oldObject"];
+        assert_ne!(new["spec"]["template"], old["spec"]["template"]);
+        let mut annotated = old.clone();
+        annotated["metadata"]["annotations"] = serde_json::json!({"owner": "me"});
+        let mut scaled = old.clone();
+        scaled["spec"]["replicas"] = serde_json::json!(7);
+        let mut with_constraints = old.clone();
+        with_constraints["spec"]["template"]["spec"]["topologySpreadConstraints"] = serde_json::json!([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "web"}}}]);
+        let cases = [
+            ("the template changes", new, old, true),
+            ("an annotation is added", &annotated, old, false),
+            ("replicas change", &scaled, old, false),
+            ("nothing changes", old, old, false),
+            // Server-side apply drops fields the applier's manager owns and no longer sends,
+            // the defaults added at CREATE among them: they are added again.
+            (
+                "the update drops the constraints",
+                old,
+                &with_constraints,
+                true,
+            ),
+        ];
+        let rules = RuleSet::default();
+        for (name, object, old_object, want_patch) in cases {
+            let body = deployment_update(object, old_object);
+            assert_eq!(
+                slots(&body, Phase::Mutate),
+                ("raw".to_string(), "raw".to_string()),
+                "{name}"
+            );
+            let r = review(&body, Endpoint::Mutate, &rules).unwrap();
+            let reference = review_reference(&body, Endpoint::Mutate, &rules).unwrap();
+            assert_eq!(r.body, reference.body, "{name}");
+            assert!(r.allowed, "{name}");
+            assert!(
+                r.rules
+                    .iter()
+                    .any(|id| id.as_str() == "topology-spread-defaults"),
+                "{name}: {:?}",
+                r.rules
+            );
+            let a: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(
+                a["response"].get("patch").is_some(),
+                want_patch,
+                "{name}: {a}"
+            );
+            if want_patch {
+                let patched = patched_object(&body, &r).unwrap();
+                assert_eq!(
+                    patched["spec"]["template"]["spec"]["topologySpreadConstraints"]
+                        .as_array()
+                        .map(Vec::len),
+                    Some(2),
+                    "{name}"
+                );
+            }
+        }
+        // The validating endpoint reads the same UPDATE in one pass, as before.
+        let body = deployment_update(new, old);
+        assert_eq!(
+            slots(&body, Phase::Validate),
+            ("read".to_string(), "read".to_string())
+        );
     }
 
     #[test]

@@ -94,6 +94,10 @@ pub(super) struct Gvk<'a> {
 pub(super) enum Use {
     /// A rule reads its pod template, this much of it (on the on-demand path).
     Template(Kind, Part),
+    /// A workload's UPDATE on `/mutate`: both objects are kept whole (raw), to tell whether its
+    /// pod template changed. Defaults are added to a template only when it does: added to an
+    /// unchanged one, they would roll out every pod of the workload.
+    Compared(Kind),
     /// A WorkloadSpread to validate.
     Spread,
     /// No rule reads it.
@@ -120,6 +124,13 @@ fn use_for(request: Option<RuleRequest>, old: bool, rules: &RuleSet) -> Use {
     };
     match request.kind {
         _ if !rules::applies(&rules.spec, request) => Use::Ignore,
+        ObjectKind::Template(k)
+            if request.phase == Phase::Mutate
+                && request.operation == Operation::Update
+                && k != Kind::Pod =>
+        {
+            Use::Compared(k)
+        }
         ObjectKind::Template(k) => {
             let tolerations = rules::reads_tolerations(&rules.spec, request);
             Use::Template(
@@ -273,7 +284,7 @@ impl<'de> Visitor<'de> for SlotSeed {
                 IgnoredAny::deserialize(d)?;
                 Slot::Skipped
             }
-            Some(Use::Spread) | None => Slot::Raw(<&RawValue>::deserialize(d)?),
+            Some(Use::Spread | Use::Compared(_)) | None => Slot::Raw(<&RawValue>::deserialize(d)?),
         })
     }
 }
@@ -721,7 +732,9 @@ fn direct_request<'de>(
                             de.skip_value()?;
                             Slot::Skipped
                         }
-                        Some(Use::Spread) | None => Slot::Raw(<&RawValue>::deserialize(&mut *de)?),
+                        Some(Use::Spread | Use::Compared(_)) | None => {
+                            Slot::Raw(<&RawValue>::deserialize(&mut *de)?)
+                        }
                     }
                 });
                 if old {

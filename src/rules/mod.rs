@@ -130,6 +130,9 @@ pub struct Context<'a> {
     /// Objects as written (`check`), not as the apiserver hands them to a webhook: a Pod's
     /// `matchLabelKeys` are not yet merged into its spread selectors.
     pub as_written: bool,
+    /// On a workload's UPDATE at `/mutate`: whether it changes the pod template (`None`:
+    /// not known, on every other request).
+    pub template_changed: Option<bool>,
 }
 
 /// One request as the rules see it. Requests for subresources never get here.

@@ -165,6 +165,12 @@ impl Rule for TopologySpreadRule {
             Phase::Validate => {
                 validate(&s.validate, object, old, input.context.as_written, verdict)
             }
+            // An UPDATE that leaves the pod template as it was gets no defaults: added, they
+            // would change the template and so roll out every pod of a workload that was
+            // created before the rule (or while the webhook failed open).
+            Phase::Mutate if input.context.template_changed == Some(false) => {
+                verdict.rules_run.push(DEFAULTS_ID);
+            }
             Phase::Mutate => default(
                 &s.defaults,
                 object,
@@ -607,7 +613,8 @@ pub fn warnings(t: &PodTemplate, labels: &BTreeMap<String, String>) -> Vec<Field
 /// What defaulting decided for one object.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Defaulting {
-    /// Nothing to do (already has constraints, exempt, opted out, DaemonSet, disabled).
+    /// Nothing to do (already has constraints, exempt, opted out, DaemonSet, made by another
+    /// controller, disabled).
     NotApplicable,
     /// Left alone, with the reason the user should hear.
     Skipped(String),
@@ -626,6 +633,20 @@ fn opted_out(t: &PodTemplate) -> bool {
         .any(|m| m.annotation(SKIP_ANNOTATION) == Some("skip"))
 }
 
+/// A workload object another controller made from its own template (a Deployment's or an
+/// Argo Rollout's ReplicaSet, a CronJob's Job): that controller finds it again by comparing
+/// templates, and one changed under it is taken for another (kubernetes#57167). Its pods are
+/// defaulted when they are created.
+fn made_by_a_controller(t: &PodTemplate) -> bool {
+    t.kind != Kind::Pod
+        && t.meta
+            .owner_references
+            .as_deref()
+            .unwrap_or(&[])
+            .iter()
+            .any(|o| o.controller == Some(true))
+}
+
 fn owned_by_daemonset(t: &PodTemplate) -> bool {
     t.meta
         .owner_references
@@ -641,6 +662,7 @@ pub fn defaults(t: &PodTemplate, namespace: &str, cfg: &SpreadDefaults) -> Defau
         || cfg.constraints.is_empty()
         || t.kind == Kind::DaemonSet
         || owned_by_daemonset(t)
+        || made_by_a_controller(t)
         || !t.spec.spread_constraints().is_empty()
         || cfg.exempt_namespaces.iter().any(|n| n == namespace)
         || opted_out(t)

@@ -508,6 +508,21 @@ fn defaulting_decisions() {
             json!({"metadata": {"labels": {"app": "d"}, "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "1"}]}}),
         ),
         (
+            "a Deployment's ReplicaSet",
+            Kind::ReplicaSet,
+            json!({"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "1", "controller": true}]}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}}}}),
+        ),
+        (
+            "an Argo Rollout's ReplicaSet",
+            Kind::ReplicaSet,
+            json!({"metadata": {"ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "web", "uid": "1", "controller": true}]}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}}}}),
+        ),
+        (
+            "a CronJob's Job",
+            Kind::Job,
+            json!({"metadata": {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "1", "controller": true}]}, "spec": {"template": {"metadata": {"labels": {"app": "batch"}}}}}),
+        ),
+        (
             "a pod with a constraint",
             Kind::Pod,
             json!({"metadata": {"labels": {"app": "w"}}, "spec": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {}}]}}),
@@ -525,6 +540,26 @@ fn defaulting_decisions() {
     ];
     for (name, kind, v) in cases {
         assert_eq!(defaulted(kind, v), Defaulting::NotApplicable, "{name}");
+    }
+    // Owned, but not made from another template: a ReplicaSet an owner only garbage-collects
+    // (not its controller), and a ReplicaSet's pods.
+    let kept: Vec<(&str, Kind, Value)> = vec![
+        (
+            "a ReplicaSet owned but not controlled",
+            Kind::ReplicaSet,
+            json!({"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "1"}]}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}}}}),
+        ),
+        (
+            "a pod of a ReplicaSet",
+            Kind::Pod,
+            json!({"metadata": {"labels": {"app": "web"}, "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "1", "controller": true}]}}),
+        ),
+    ];
+    for (name, kind, v) in kept {
+        assert!(
+            matches!(defaulted(kind, v), Defaulting::Add { .. }),
+            "{name}"
+        );
     }
     let t = pod(json!({"metadata": {"labels": {"app": "w"}}}));
     assert_eq!(
