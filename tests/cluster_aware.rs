@@ -173,6 +173,25 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     );
     let (_, stored) = api.curl("GET", &format!("{PODS}/job-2"), None);
     assert_eq!(stored["spec"]["nodeSelector"], Value::Null);
+    // Kueue removes the gate and sets the nodeSelector in one patch: refused the same way.
+    let (code, body, _) = api.request(
+        "PATCH",
+        &format!("{PODS}/job-2"),
+        Some((
+            "application/json-patch+json",
+            &json!([
+                {"op": "remove", "path": "/spec/schedulingGates"},
+                {"op": "add", "path": "/spec/nodeSelector", "value": {"topology.kubernetes.io/zone": "z9"}},
+            ]),
+        )),
+    );
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"pods.validate.placement-guard.io\" denied the request: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes)."
+    );
+    let (_, stored) = api.curl("GET", &format!("{PODS}/job-2"), None);
+    assert!(stored["spec"]["schedulingGates"].is_array(), "{stored}");
 
     // A node in that zone appears: the watch picks it up, and the same tightening of another
     // pod passes silently.
@@ -211,7 +230,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(
         feasibility(&warnings),
-        ["feasibility: spec.schedulingGates: the pod is ungated but no node can run it now, so it will stay Pending: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."]
+        ["feasibility: spec.schedulingGates: the pod is ungated but no node can run it now, so it will stay Pending: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=nowhere (3/3 nodes)."]
     );
     for p in ["runs", "job-3"] {
         let (code, body, warnings) = ungate(&api, p);

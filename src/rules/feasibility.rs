@@ -82,13 +82,10 @@ impl Rule for FeasibilityRule {
         };
         let case = match (new.kind, input.operation, old) {
             (Kind::Pod, Operation::Update, Some(old)) if old.spec.is_gated() => {
-                if !new.spec.is_gated() {
-                    Case::Ungated
-                } else {
-                    match tightened(old, new) {
-                        Some(path) => Case::Tightened(path),
-                        None => return,
-                    }
+                match (new.spec.is_gated(), tightened(old, new)) {
+                    (false, tightened) => Case::Ungated(tightened),
+                    (true, Some(path)) => Case::Tightened(path),
+                    (true, None) => return,
                 }
             }
             (Kind::Pod, Operation::Update, _) => return,
@@ -105,21 +102,12 @@ impl Rule for FeasibilityRule {
         };
         verdict.rules_run.push(ID);
         let finding = match case {
-            Case::Ungated => ungated(cluster, new, input.namespace),
-            Case::Tightened(path) => node_side(cluster, new).map(|(summary, taints)| {
-                let path = if taints {
-                    new.spec_path().child("tolerations")
-                } else {
-                    path
-                };
-                (
-                    FieldError::forbidden(
-                        path,
-                        format!("after this update no node can run the pod: {summary}"),
-                    ),
-                    s.action,
-                )
-            }),
+            // Kueue ungates a pod and sets its nodeSelector in one patch: the tightening is
+            // judged first, with the rule's action, and the pods only when some node is left.
+            Case::Ungated(tightened) => tightened
+                .and_then(|path| tightening(s, cluster, new, path))
+                .or_else(|| ungated(cluster, new, input.namespace)),
+            Case::Tightened(path) => tightening(s, cluster, new, path),
             Case::Admitted => node_side(cluster, new).map(|(summary, _)| {
                 let what = if new.kind == Kind::Pod {
                     "no node can run this pod now"
@@ -143,9 +131,34 @@ impl Rule for FeasibilityRule {
     }
 }
 
+/// A gated pod's tightening that leaves no node: Forbidden at what changed (the tolerations,
+/// when taints rejected more nodes than the selection did), with the rule's action.
+fn tightening(
+    s: &Feasibility,
+    cluster: &Cluster,
+    new: &PodTemplate,
+    path: FieldPath,
+) -> Option<(FieldError, Action)> {
+    node_side(cluster, new).map(|(summary, taints)| {
+        let path = if taints {
+            new.spec_path().child("tolerations")
+        } else {
+            path
+        };
+        (
+            FieldError::forbidden(
+                path,
+                format!("after this update no node can run the pod: {summary}"),
+            ),
+            s.action,
+        )
+    })
+}
+
 enum Case {
-    /// The last gate goes: the pod meets the scheduler now.
-    Ungated,
+    /// The last gate goes: the pod meets the scheduler now. The path of what the same update
+    /// tightened, if it did.
+    Ungated(Option<FieldPath>),
     /// A gated pod's selection or tolerations changed; the path of what changed.
     Tightened(FieldPath),
     /// A new pod, or a workload's template.
@@ -201,16 +214,24 @@ fn node_side(cluster: &Cluster, pod: &PodTemplate) -> Option<(String, bool)> {
         return None;
     }
     let results = side.evaluate(cluster);
-    let mut text = filter::summary(&results);
-    let first = |plugin: &str| {
-        results
-            .iter()
-            .filter(|r| r.reasons.first().is_some_and(|x| x.plugin == plugin))
-            .count()
-    };
-    let by_taint = first(TAINT_TOLERATION);
-    let by_selection = first(filter::NODE_AFFINITY);
-    if by_selection > 0 {
+    let by_taint = first_rejected_by(&results, TAINT_TOLERATION);
+    let by_selection = first_rejected_by(&results, filter::NODE_AFFINITY);
+    Some((explained(cluster, &side, &results), by_taint > by_selection))
+}
+
+/// How many nodes `plugin` rejected first.
+fn first_rejected_by(results: &[NodeResult], plugin: &str) -> usize {
+    results
+        .iter()
+        .filter(|r| r.reasons.first().is_some_and(|x| x.plugin == plugin))
+        .count()
+}
+
+/// The scheduler's summary of `results`, with the selection's most-missed requirement (when
+/// the selection rejected nodes) and the untolerated taints.
+fn explained(cluster: &Cluster, side: &NodeSide, results: &[NodeResult]) -> String {
+    let mut text = filter::summary(results);
+    if first_rejected_by(results, filter::NODE_AFFINITY) > 0 {
         if let Some((req, n)) = side.most_missed(cluster) {
             text.push_str(&format!(
                 " Most nodes lack {req} ({n}/{} nodes).",
@@ -218,10 +239,10 @@ fn node_side(cluster: &Cluster, pod: &PodTemplate) -> Option<(String, bool)> {
             ));
         }
     }
-    if let Some(t) = taints(&results) {
+    if let Some(t) = taints(results) {
         text.push_str(&format!(" Untolerated: {t}."));
     }
-    Some((text, by_taint > by_selection))
+    text
 }
 
 /// The untolerated taints behind the rejections, most frequent first (the scheduler only logs
@@ -257,10 +278,13 @@ fn ungated(cluster: &Cluster, pod: &PodTemplate, ns: &str) -> Option<(FieldError
     if results.iter().any(|r| r.feasible) {
         return None;
     }
-    let mut text = filter::summary(&results);
-    if let Some(t) = taints(&results) {
-        text.push_str(&format!(" Untolerated: {t}."));
-    }
+    let added = pod.added_tolerations();
+    let tolerations = [pod.spec.tolerations(), &added[..]].concat();
+    let text = explained(
+        cluster,
+        &NodeSide::with_tolerations(&pod.spec, &tolerations),
+        &results,
+    );
     Some((
         warning(
             pod.spec_path().child("schedulingGates"),
