@@ -298,8 +298,10 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     std::fs::remove_dir_all(dir).ok();
 }
 
-/// A cache that cannot sync (the API server is unreachable) keeps /readyz at 503, and the
-/// check is skipped and counted: even under `action: deny`, nothing is denied.
+/// A cache that cannot sync (the API server is unreachable) keeps /readyz at 503 for
+/// `--cache-sync-timeout` only, and the check is skipped and counted: even under
+/// `action: deny`, nothing is denied. Then the server is ready without it (with
+/// `failurePolicy: Fail`, replicas kept unready would refuse every write of the cluster).
 #[test]
 fn an_unsynced_cache_never_denies() {
     let dir = temp_dir("cluster-aware-down");
@@ -323,12 +325,17 @@ fn an_unsynced_cache_never_denies() {
         "--cluster-aware",
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
+        "--cache-sync-timeout",
+        "4",
     ]);
     let (code, body) = get(&server, "/readyz");
     assert_eq!(
         (code, body.as_str()),
         (503, "not ready: the cluster cache has not synced yet")
     );
+    until("/readyz after the sync timeout", || {
+        get(&server, "/readyz").0 == 200
+    });
     let (code, review) = post(
         &server,
         "/validate",

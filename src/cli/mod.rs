@@ -174,6 +174,16 @@ pub enum Command {
             requires = "cluster_aware"
         )]
         cache_max_stale: u64,
+        /// With --cluster-aware: how long (seconds) /readyz waits for the cache's first list.
+        /// After that the server is ready without it: the checks that need it are skipped
+        /// (never denying) until it syncs, and an error says why.
+        #[arg(
+            long,
+            value_name = "SECONDS",
+            default_value_t = 30,
+            requires = "cluster_aware"
+        )]
+        cache_sync_timeout: u64,
     },
     /// Answer one AdmissionReview offline, exactly as /validate (or /mutate) would.
     Review {
@@ -362,6 +372,7 @@ pub fn run() -> ExitCode {
             kubeconfig,
             context,
             cache_max_stale,
+            cache_sync_timeout,
         } => {
             let _log_guard = init_logging(log_format);
             let (rules, rules_bytes) = match load_rules_with_bytes(rules_path.as_ref()) {
@@ -417,6 +428,7 @@ pub fn run() -> ExitCode {
                         page: crate::live::PAGE,
                     },
                     max_stale: std::time::Duration::from_secs(cache_max_stale.max(1)),
+                    sync_timeout: std::time::Duration::from_secs(cache_sync_timeout),
                 }),
             };
             match actix_web::rt::System::new().block_on(server::serve(opts)) {

@@ -39,18 +39,29 @@ pub struct Cache {
     restarts: [AtomicU64; 3],
     /// A watch failing for longer than this makes the cache untrusted.
     max_stale: Duration,
+    /// How long an unsynced cache holds readiness back ([`Cache::holds_readiness`]).
+    sync_timeout: Duration,
     started: Instant,
 }
 
 impl Cache {
-    pub fn new(max_stale: Duration) -> Cache {
+    pub fn new(max_stale: Duration, sync_timeout: Duration) -> Cache {
         Cache {
             store: RwLock::new(Store::default()),
             watches: Default::default(),
             restarts: Default::default(),
             max_stale,
+            sync_timeout,
             started: Instant::now(),
         }
+    }
+
+    /// Whether the server should not be ready yet: the first list is still running, for at
+    /// most `sync_timeout`. A cache that never syncs (no RBAC, no route to the API server) must
+    /// not keep every replica unready: with `failurePolicy: Fail` that would refuse every pod
+    /// and workload write of the cluster, while the checks that need the cache only skip.
+    pub fn holds_readiness(&self) -> bool {
+        !self.synced() && self.started.elapsed() < self.sync_timeout
     }
 
     fn watch(&self, r: Resource) -> std::sync::MutexGuard<'_, Watch> {
@@ -132,6 +143,16 @@ impl Cache {
 
 /// Starts one watcher per resource on the current runtime; they run until the runtime stops.
 pub fn spawn(client: Client, cache: Arc<Cache>, page: u32) {
+    let c = cache.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(c.sync_timeout).await;
+        if !c.synced() {
+            tracing::error!(
+                after_seconds = c.sync_timeout.as_secs(),
+                "cluster cache: not synced; ready without it, the checks that need it are skipped (counted as not_synced) until it syncs. The server's account must be able to list and watch nodes, pods and namespaces (manifests/cluster-aware/rbac.yaml)"
+            );
+        }
+    });
     let config = || watcher::Config::default().page_size(page);
     let c = cache.clone();
     tokio::spawn(run(
@@ -156,12 +177,37 @@ pub fn spawn(client: Client, cache: Arc<Cache>, page: u32) {
     ));
 }
 
+/// The watcher yields `Init` before its list request: passed on at once, a list that then
+/// fails would follow a success, which resets the backoff (a refused list was retried every
+/// 0.8 s for ever) and looks like a recovery. `Init` is held until the list yields something.
+fn defer_init<K>(
+    stream: impl futures_util::Stream<Item = Result<WatchEvent<K>, watcher::Error>>,
+) -> impl futures_util::Stream<Item = Result<WatchEvent<K>, watcher::Error>> {
+    use futures_util::stream;
+    stream
+        .scan(false, |init_pending, item| {
+            let out = match item {
+                Ok(WatchEvent::Init) => {
+                    *init_pending = true;
+                    Vec::new()
+                }
+                Ok(e) if std::mem::take(init_pending) => vec![Ok(WatchEvent::Init), Ok(e)],
+                other => {
+                    *init_pending = false;
+                    vec![other]
+                }
+            };
+            futures_util::future::ready(Some(stream::iter(out)))
+        })
+        .flatten()
+}
+
 async fn run<K: Into<SlimObject> + Send + 'static>(
     stream: impl futures_util::Stream<Item = Result<WatchEvent<K>, watcher::Error>> + Send,
     cache: Arc<Cache>,
     r: Resource,
 ) {
-    let mut stream = std::pin::pin!(stream.default_backoff());
+    let mut stream = std::pin::pin!(defer_init(stream).default_backoff());
     let mut lists = 0u64;
     while let Some(item) = stream.next().await {
         let event = match item {
@@ -304,3 +350,67 @@ watched!(
     "namespaces",
     k8s_openapi::ClusterResourceScope
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+
+    fn names(events: Vec<Result<WatchEvent<u8>, watcher::Error>>) -> Vec<String> {
+        events
+            .into_iter()
+            .map(|e| match e {
+                Ok(WatchEvent::Init) => "Init".to_string(),
+                Ok(WatchEvent::InitApply(o)) => format!("InitApply({o})"),
+                Ok(WatchEvent::InitDone) => "InitDone".to_string(),
+                Ok(WatchEvent::Apply(o)) => format!("Apply({o})"),
+                Ok(WatchEvent::Delete(o)) => format!("Delete({o})"),
+                Err(_) => "Err".to_string(),
+            })
+            .collect()
+    }
+
+    /// A list refused twice, then one that succeeds, then an empty one: `Init` reaches the
+    /// cache (and the backoff, as a success) only with what the list yields, so two refusals
+    /// in a row are two errors in a row.
+    #[tokio::test]
+    async fn init_waits_for_what_the_list_yields() {
+        let input = vec![
+            Ok(WatchEvent::Init),
+            Err(watcher::Error::NoResourceVersion),
+            Ok(WatchEvent::Init),
+            Err(watcher::Error::NoResourceVersion),
+            Ok(WatchEvent::Init),
+            Ok(WatchEvent::InitApply(1)),
+            Ok(WatchEvent::InitDone),
+            Ok(WatchEvent::Apply(2)),
+            Ok(WatchEvent::Init),
+            Ok(WatchEvent::InitDone),
+        ];
+        let out = defer_init(futures_util::stream::iter(input))
+            .collect::<Vec<_>>()
+            .await;
+        assert_eq!(
+            names(out),
+            [
+                "Err",
+                "Err",
+                "Init",
+                "InitApply(1)",
+                "InitDone",
+                "Apply(2)",
+                "Init",
+                "InitDone"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unsynced_cache_holds_readiness_only_until_the_timeout() {
+        let waiting = Cache::new(Duration::from_secs(60), Duration::from_secs(3600));
+        assert!(waiting.holds_readiness());
+        let given_up = Cache::new(Duration::from_secs(60), Duration::ZERO);
+        assert!(!given_up.holds_readiness());
+        assert_eq!(given_up.unavailable(), Some(NOT_SYNCED));
+    }
+}

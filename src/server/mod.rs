@@ -131,7 +131,7 @@ async fn healthz() -> HttpResponse {
 }
 
 async fn readyz(state: web::Data<State>) -> HttpResponse {
-    let cache_synced = state.cache.as_ref().is_none_or(|c| c.synced());
+    let cache_synced = state.cache.as_ref().is_none_or(|c| !c.holds_readiness());
     if state.ready.load(Ordering::Acquire) && !cache_synced {
         HttpResponse::ServiceUnavailable()
             .content_type("text/plain")
@@ -312,6 +312,8 @@ pub struct ServeOptions {
 pub struct ClusterAware {
     pub connect: crate::live::Connect,
     pub max_stale: Duration,
+    /// How long the first sync may hold readiness back.
+    pub sync_timeout: Duration,
 }
 
 /// Watches the certificate pair and the rule file, and swaps in new versions that load; a
@@ -430,7 +432,7 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
             .await
             .map_err(|e| anyhow::anyhow!("--cluster-aware: {e}"))?;
         tracing::info!(server = %conn.server, "cluster cache: listing and watching nodes, pods and namespaces");
-        let cache = Arc::new(Cache::new(ca.max_stale));
+        let cache = Arc::new(Cache::new(ca.max_stale, ca.sync_timeout));
         crate::live::cache::spawn(conn.client, cache.clone(), conn.page);
         state = state.with_cache(cache);
     }
