@@ -246,6 +246,21 @@ fn explain_and_audit_against_a_live_cluster() {
         (r.code, r.stderr.trim()),
         (2, "placement-guard: Pod shop/nope not found")
     );
+    // A namespace that does not exist is named, and an audit of it fails: it lists nothing and
+    // would pass like a clean one.
+    let r = pg(&admin, &["explain", "--pod", "nope", "-n", "nowhere"]);
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (
+            2,
+            "placement-guard: Pod nowhere/nope not found: namespace \"nowhere\" not found"
+        )
+    );
+    let r = pg(&admin, &["audit", "-n", "nowhere"]);
+    assert_eq!(
+        (r.code, r.stderr.trim()),
+        (2, "placement-guard: namespace \"nowhere\" not found")
+    );
     let nobody = api.kubeconfig(NOBODY_TOKEN, ns);
     let r = pg(&nobody, &["explain", "--pod", "deploy/web"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -367,6 +382,9 @@ fn explain_and_audit_against_a_live_cluster() {
     assert_eq!(v["summary"]["files"], 0, "{v}");
     // Without the right to list nodes, the rules still run and the user is told.
     let r = pg(&nobody, &["audit"]);
+    assert!(r.stderr.contains("placement not checked"), "{}", r.stderr);
+    // --quiet drops the notes, not what was left unaudited.
+    let r = pg(&nobody, &["audit", "-q"]);
     assert!(r.stderr.contains("placement not checked"), "{}", r.stderr);
     assert!(
         r.stdout

@@ -151,9 +151,22 @@ pub fn explain(
                 }
             }
             PodSource::Live(kind, name) => {
-                let v = live::get(&conn, kind, &ns, name, args.timeout())
-                    .await
-                    .map_err(|e| e.0)?;
+                let v = match live::get(&conn, kind, &ns, name, args.timeout()).await {
+                    Ok(v) => v,
+                    Err(e) if e.0.ends_with(" not found") => {
+                        let missing = live::namespace_exists(&conn, &ns, args.timeout())
+                            .await
+                            .ok()
+                            .flatten()
+                            == Some(false);
+                        return Err(if missing {
+                            format!("{}: namespace {ns:?} not found", e.0)
+                        } else {
+                            e.0
+                        });
+                    }
+                    Err(e) => return Err(e.0),
+                };
                 live_target(kind, name, &ns, &v)?
             }
         };
@@ -262,6 +275,9 @@ pub struct AuditOutcome {
     pub report: Report,
     /// What the user should know besides the findings (stderr).
     pub notes: Vec<String>,
+    /// What could not be audited (lists refused, placement not checked): on stderr even with
+    /// `--quiet`, since the findings are then not the whole story.
+    pub incomplete: Vec<String>,
 }
 
 /// `audit`: every Pod and workload through the same evaluation as `check`, and Pending pods and
@@ -269,13 +285,24 @@ pub struct AuditOutcome {
 pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
     runtime()?.block_on(async {
         let conn = live::connect(&run.args.connect()).await.map_err(|e| e.0)?;
+        // A mistyped namespace lists nothing and would pass like a clean one.
+        if let Some(ns) = run.namespace.as_deref() {
+            if live::namespace_exists(&conn, ns, run.args.timeout())
+                .await
+                .map_err(|e| e.0)?
+                == Some(false)
+            {
+                return Err(format!("namespace {ns:?} not found"));
+            }
+        }
         let mut notes = Vec::new();
+        let mut incomplete = Vec::new();
         let mut progress = Progress::default();
         let snapshot = match live::snapshot(&conn, run.args.timeout(), &mut progress).await {
             Ok((c, _)) => Some(c),
             // Rules still apply without the right to read the whole cluster.
             Err(e @ LiveError(_)) if e.0.contains("403 Forbidden") => {
-                notes.push(format!("placement not checked: {}", e.0));
+                incomplete.push(format!("placement not checked: {}", e.0));
                 None
             }
             Err(e) => return Err(e.0),
@@ -308,7 +335,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
                 refused.join("; ")
             ));
         }
-        notes.extend(refused);
+        incomplete.extend(refused);
         if owned > 0 {
             notes.push(format!(
                 "{owned} object(s) owned by an audited workload were judged through their owner's template"
@@ -321,6 +348,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
         Ok(AuditOutcome {
             report,
             notes,
+            incomplete,
         })
     })
 }

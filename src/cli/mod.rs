@@ -572,6 +572,9 @@ pub fn run() -> ExitCode {
                 namespace,
             }) {
                 Ok(outcome) => {
+                    for n in &outcome.incomplete {
+                        eprintln!("placement-guard: {n}");
+                    }
                     if !report.quiet {
                         for n in &outcome.notes {
                             eprintln!("placement-guard: {n}");

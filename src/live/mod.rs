@@ -236,6 +236,30 @@ pub async fn get(
     serde_json::from_str(&text).map_err(|e| LiveError(format!("cannot read {what}: {e}")))
 }
 
+/// Whether namespace `ns` exists; `None` when the user may not read it (a user confined to
+/// a namespace often may not), which says nothing either way.
+pub async fn namespace_exists(
+    cl: &Connection,
+    ns: &str,
+    timeout: Duration,
+) -> Result<Option<bool>, LiveError> {
+    let req = Request::new("/api/v1/namespaces")
+        .get(ns, &Default::default())
+        .map_err(|e| LiveError(format!("cannot build the request: {e}")))?;
+    let what = format!("namespace {ns}");
+    match tokio::time::timeout(timeout, cl.client.request_text(req)).await {
+        Ok(Ok(_)) => Ok(Some(true)),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(Some(false)),
+        Ok(Err(kube::Error::Api(s))) if s.code == 403 => Ok(None),
+        Ok(Err(e)) => Err(explain_error(e, &cl.server, "get", &what)),
+        Err(_) => Err(LiveError(format!(
+            "cannot get {what}: the API server at {} did not answer within {}s",
+            cl.server,
+            timeout.as_secs()
+        ))),
+    }
+}
+
 /// Every object of a kind, a page at a time, handed to `each` and dropped.
 pub async fn list_each(
     cl: &Connection,
