@@ -446,6 +446,14 @@ fn explain_and_audit_against_a_live_cluster() {
         message.starts_with(ours),
         "scheduler: {message}\nexplain: {ours}"
     );
+    // And explain quotes the scheduler's condition beside its own answer.
+    assert!(
+        r.stderr.contains(&format!(
+            "placement-guard: note: kube-scheduler's last word (PodScheduled=False, Unschedulable): {message}"
+        )),
+        "{}",
+        r.stderr
+    );
     scheduler_semantics(&api);
 }
 
@@ -519,6 +527,11 @@ fn scheduler_semantics(api: &ApiServer) {
     );
     let (explained, outcome) = place("avoids-db");
     assert!(feasible(&explained).is_empty(), "{}", explained.stdout);
+    assert!(
+        explained.stderr.contains("placement-guard: note: the pod has schedulingGates (placement-guard.test/hold): kube-scheduler does not try to place it until they are removed; explained as if they were"),
+        "{}",
+        explained.stderr
+    );
     let ours: Value = serde_json::from_str(&explained.stdout).unwrap();
     let ours = ours["summary"].as_str().unwrap();
     assert_eq!(

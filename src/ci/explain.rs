@@ -29,31 +29,43 @@ pub fn cluster_from(input: impl std::io::Read + Send) -> Result<Cluster, Explain
     Ok(cluster)
 }
 
+fn type_of(v: &Value) -> (&str, &str) {
+    (
+        v["apiVersion"].as_str().unwrap_or(""),
+        v["kind"].as_str().unwrap_or(""),
+    )
+}
+
+/// The objects of a file that have a pod template.
+fn placeable(objects: &[Object]) -> Vec<(&Object, Kind)> {
+    objects
+        .iter()
+        .filter_map(|o| {
+            let (api, kind) = type_of(&o.value);
+            Kind::from_api_version(api, kind).map(|k| (o, k))
+        })
+        .collect()
+}
+
+/// [`caveats`] of the object [`pod_from`] places.
+pub fn file_caveats(objects: &[Object]) -> Vec<String> {
+    match placeable(objects).as_slice() {
+        [(o, k)] => caveats(*k, &o.value),
+        _ => Vec::new(),
+    }
+}
+
 /// The pod to place: a Pod, or the pod template of a workload, the one such object of the file
 /// (a Service or a ConfigMap beside it is passed over; several are refused, each named, rather
 /// than one explained in silence).
 pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainError> {
-    let type_of = |o: &Object| {
-        let v = &o.value;
-        (
-            v["apiVersion"].as_str().unwrap_or("").to_string(),
-            v["kind"].as_str().unwrap_or("").to_string(),
-        )
-    };
-    let placeable: Vec<(&Object, Kind)> = objects
-        .iter()
-        .filter_map(|o| {
-            let (api, kind) = type_of(o);
-            Kind::from_api_version(&api, &kind).map(|k| (o, k))
-        })
-        .collect();
-    let (o, k) = match placeable.as_slice() {
+    let (o, k) = match placeable(objects).as_slice() {
         [one] => *one,
         [] => {
             let first = objects
                 .first()
                 .ok_or_else(|| ExplainError("no object in the pod file".into()))?;
-            let (api, kind) = type_of(first);
+            let (api, kind) = type_of(&first.value);
             let others = if objects.len() > 1 {
                 " (nor is anything else in the file)"
             } else {
@@ -88,6 +100,74 @@ pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainErro
         .clone()
         .unwrap_or_else(|| "default".to_string());
     Ok((t, ns))
+}
+
+/// What the filters did not weigh for an object of `kind` (`v` as the API server or a file
+/// holds it), each a line for the user: a pod's scheduling gates, another scheduler, volumes
+/// and claims the volume and resource plugins would judge, and, for a live Pending pod,
+/// kube-scheduler's own last word. Without them a pod the scheduler refuses for one of these
+/// reasons would be explained as fitting, in silence.
+pub fn caveats(kind: Kind, v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let spec = v
+        .pointer(kind.pod_spec_path().json_pointer().as_str())
+        .unwrap_or(&Value::Null);
+    let gates: Vec<&str> = spec["schedulingGates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    if kind == Kind::Pod && !gates.is_empty() {
+        out.push(format!(
+            "the pod has schedulingGates ({}): kube-scheduler does not try to place it until they are removed; explained as if they were",
+            gates.join(", ")
+        ));
+    }
+    if let Some(name) = spec["schedulerName"]
+        .as_str()
+        .filter(|n| !n.is_empty() && *n != "default-scheduler")
+    {
+        out.push(format!(
+            "spec.schedulerName is {name:?}: these are kube-scheduler's filters, and kube-scheduler does not place this pod"
+        ));
+    }
+    let mut unmodelled = Vec::new();
+    for volume in spec["volumes"].as_array().into_iter().flatten() {
+        if let Some(claim) = volume["persistentVolumeClaim"]["claimName"].as_str() {
+            unmodelled.push(format!("persistentVolumeClaim {claim:?}"));
+        } else if volume.get("ephemeral").is_some_and(|e| !e.is_null()) {
+            let name = volume["name"].as_str().unwrap_or("");
+            unmodelled.push(format!("ephemeral volume {name:?}"));
+        }
+    }
+    for claim in spec["resourceClaims"].as_array().into_iter().flatten() {
+        let name = claim["name"].as_str().unwrap_or("");
+        unmodelled.push(format!("resource claim {name:?}"));
+    }
+    if !unmodelled.is_empty() {
+        out.push(format!(
+            "not evaluated: {} (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits and DynamicResources are not modelled: a node that fits here may still be refused for them)",
+            unmodelled.join(", ")
+        ));
+    }
+    if kind == Kind::Pod && v["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+        let scheduled = v["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "PodScheduled" && c["status"] == "False");
+        if let Some(c) = scheduled {
+            let reason = c["reason"].as_str().unwrap_or("");
+            let message = c["message"].as_str().unwrap_or("");
+            if !reason.is_empty() || !message.is_empty() {
+                out.push(format!(
+                    "kube-scheduler's last word (PodScheduled=False, {reason}): {message}"
+                ));
+            }
+        }
+    }
+    out
 }
 
 pub fn text(results: &[NodeResult]) -> String {
@@ -472,5 +552,71 @@ spec:
             err.0,
             "v1/Service is not a Pod or a workload with a pod template (nor is anything else in the file)"
         );
+    }
+}
+
+#[cfg(test)]
+mod caveat_tests {
+    use super::*;
+
+    #[test]
+    fn what_the_filters_do_not_weigh_is_said() {
+        let cases: Vec<(&str, Kind, Value, Vec<&str>)> = vec![
+            (
+                "a plain pending pod",
+                Kind::Pod,
+                json!({"spec": {"containers": []}, "status": {"phase": "Pending"}}),
+                vec![],
+            ),
+            (
+                "a gated pod",
+                Kind::Pod,
+                json!({"spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}, {"name": "b"}]}}),
+                vec!["the pod has schedulingGates (kueue.x-k8s.io/admission, b): kube-scheduler does not try to place it until they are removed; explained as if they were"],
+            ),
+            (
+                "another scheduler",
+                Kind::Pod,
+                json!({"spec": {"schedulerName": "my-scheduler"}}),
+                vec!["spec.schedulerName is \"my-scheduler\": these are kube-scheduler's filters, and kube-scheduler does not place this pod"],
+            ),
+            (
+                "the default scheduler named",
+                Kind::Pod,
+                json!({"spec": {"schedulerName": "default-scheduler"}}),
+                vec![],
+            ),
+            (
+                "volumes and claims in a Deployment's template",
+                Kind::Deployment,
+                json!({"spec": {"template": {"spec": {"volumes": [
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "nope"}},
+                    {"name": "tmp", "emptyDir": {}},
+                    {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}
+                ], "resourceClaims": [{"name": "gpu", "resourceClaimName": "g"}]}}}}),
+                vec!["not evaluated: persistentVolumeClaim \"nope\", ephemeral volume \"scratch\", resource claim \"gpu\" (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits and DynamicResources are not modelled: a node that fits here may still be refused for them)"],
+            ),
+            (
+                "a pending pod the scheduler refused",
+                Kind::Pod,
+                json!({"spec": {}, "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/6 nodes are available: persistentvolumeclaim \"nope\" not found."}]}}),
+                vec!["kube-scheduler's last word (PodScheduled=False, Unschedulable): 0/6 nodes are available: persistentvolumeclaim \"nope\" not found."],
+            ),
+            (
+                "a bound pod's old condition is not repeated",
+                Kind::Pod,
+                json!({"spec": {"nodeName": "n1"}, "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "old"}]}}),
+                vec![],
+            ),
+            (
+                "a workload's gates are its pods' business at creation",
+                Kind::Deployment,
+                json!({"spec": {"template": {"spec": {"schedulingGates": [{"name": "g"}]}}}}),
+                vec![],
+            ),
+        ];
+        for (name, kind, v, want) in cases {
+            assert_eq!(caveats(kind, &v), want, "{name}");
+        }
     }
 }

@@ -90,6 +90,8 @@ pub struct Target {
     /// The node a live Pod is bound to, with what it takes of it.
     pub bound: Option<(String, crate::core::cluster::BoundPod)>,
     pub description: String,
+    /// What the filters do not weigh ([`crate::ci::explain::caveats`]).
+    pub caveats: Vec<String>,
 }
 
 fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, String> {
@@ -122,7 +124,15 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
         namespace: ns.to_string(),
         bound,
         description,
+        caveats: crate::ci::explain::caveats(kind, v),
     })
+}
+
+/// What `explain` found, what it placed, and what its filters did not weigh.
+pub struct Explained {
+    pub results: Vec<filter::NodeResult>,
+    pub description: String,
+    pub caveats: Vec<String>,
 }
 
 /// `explain` against the live cluster: the snapshot from the API (or `dump`), the pod from the
@@ -132,7 +142,7 @@ pub fn explain(
     pod: &str,
     namespace: Option<&str>,
     dump: Option<&Cluster>,
-) -> Result<(Vec<filter::NodeResult>, String), String> {
+) -> Result<Explained, String> {
     let source = pod_source(pod)?;
     runtime()?.block_on(async {
         let conn = live::connect(&args.connect()).await.map_err(|e| e.0)?;
@@ -148,6 +158,7 @@ pub fn explain(
                     namespace,
                     bound: None,
                     description: format!("{}", path.display()),
+                    caveats: crate::ci::explain::file_caveats(&objs),
                 }
             }
             PodSource::Live(kind, name) => {
@@ -197,7 +208,11 @@ pub fn explain(
             ),
             _ => target.description,
         };
-        Ok((results, description))
+        Ok(Explained {
+            results,
+            description,
+            caveats: target.caveats,
+        })
     })
 }
 

@@ -954,13 +954,15 @@ fn run_explain(
                 Ok(p) => p,
                 Err(e) => return fail(format!("{}: {e}", path.display())),
             };
+            note_caveats(&explain::file_caveats(&pod_objs));
             crate::core::filter::evaluate(snapshot, &template, &ns)
         }
         (_, Err(e)) => return fail(e),
         (dump, Ok(_)) => match live::explain(live_args, pod, namespace, dump.as_ref()) {
-            Ok((results, description)) => {
-                eprintln!("placement-guard: {description}");
-                results
+            Ok(explained) => {
+                eprintln!("placement-guard: {}", explained.description);
+                note_caveats(&explained.caveats);
+                explained.results
             }
             Err(e) => return fail(e),
         },
@@ -974,6 +976,13 @@ fn run_explain(
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// What `explain`'s filters did not weigh, on stderr before the answer.
+fn note_caveats(caveats: &[String]) {
+    for c in caveats {
+        eprintln!("placement-guard: note: {c}");
     }
 }
 
