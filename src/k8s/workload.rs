@@ -266,6 +266,33 @@ const DEFAULT_TOLERATION_SECONDS: [&str; 2] = [
 ];
 
 impl PodTemplate {
+    /// A pod a DaemonSet's controller made (its controller owner is a DaemonSet).
+    pub fn made_by_daemonset(&self) -> bool {
+        self.kind == Kind::Pod
+            && self
+                .meta
+                .owner_references
+                .as_deref()
+                .unwrap_or(&[])
+                .iter()
+                .any(|o| o.kind == "DaemonSet" && o.controller == Some(true))
+    }
+
+    /// Whether `t` is one of the tolerations a DaemonSet's controller gives each of its pods,
+    /// as it gives them (`Exists`, no value, no `tolerationSeconds`), and this is such a pod.
+    pub fn given_by_daemonset_controller(&self, t: &Toleration) -> bool {
+        self.made_by_daemonset()
+            && t.operator.as_deref() == Some("Exists")
+            && t.value.as_deref().unwrap_or("").is_empty()
+            && t.toleration_seconds.is_none()
+            && DAEMON_TOLERATIONS
+                .iter()
+                .chain([&DAEMON_HOST_NETWORK_TOLERATION])
+                .any(|&(key, effect)| {
+                    t.key.as_deref() == Some(key) && t.effect.as_deref() == Some(effect)
+                })
+    }
+
     /// The tolerations a pod of this object is given before kube-scheduler sees it: those a
     /// DaemonSet's controller gives its pods, and those the DefaultTolerationSeconds admission
     /// plugin gives every new pod that lacks them. A pod read from the cluster has them already

@@ -339,7 +339,12 @@ fn judge(
     if let Some(allowed) = &p.allowed_tolerations {
         let tp = object.spec_path().child("tolerations");
         for &(j, t) in tolerations {
-            if is_default_toleration(t) || allowed.iter().any(|a| covers(a, t)) {
+            // What admission and a DaemonSet's controller add is not the pod author's choice:
+            // a policy refusing it would admit the DaemonSet and refuse every one of its pods.
+            if is_default_toleration(t)
+                || object.given_by_daemonset_controller(t)
+                || allowed.iter().any(|a| covers(a, t))
+            {
                 continue;
             }
             let shown: Vec<String> = allowed.iter().map(describe_toleration).collect();

@@ -144,6 +144,64 @@ fn tolerations_must_be_covered_by_an_allowed_one() {
     );
 }
 
+/// A DaemonSet's controller gives each of its pods tolerations of node conditions (and a
+/// host-network one `network-unavailable`): not the pod author's choice, so not judged; a
+/// policy refusing them would admit the DaemonSet and refuse every pod of it. The same
+/// tolerations on any other pod are judged.
+#[test]
+fn what_a_daemonsets_controller_adds_is_not_judged() {
+    let r = rules(POLICY);
+    let given = json!([
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists", "effect": "NoSchedule"}
+    ]);
+    let daemon = json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "1", "controller": true}]);
+    let create = |tolerations: Value, owners: Option<&Value>| {
+        let mut spec = inside();
+        spec["tolerations"] = tolerations;
+        let mut p = pod(spec);
+        if let Some(o) = owners {
+            p["metadata"]["ownerReferences"] = o.clone();
+        }
+        answer(&r, &admission("Pod", "CREATE", "team-a", p, None))
+    };
+    assert_eq!(create(given.clone(), Some(&daemon)), (true, String::new()));
+    let (allowed, message) = create(given.clone(), None);
+    assert!(!allowed);
+    assert!(
+        message.starts_with(r#"[spec.tolerations[0]: Forbidden: pods in namespace "team-a" may not carry the toleration {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute}"#),
+        "{message}"
+    );
+    // Only as the controller writes them: without an effect, another taint, or on a pod the
+    // DaemonSet does not control, they are the author's.
+    let owned_by_not_controller =
+        json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "1"}]);
+    for (tolerations, owners) in [
+        (
+            json!([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]),
+            &daemon,
+        ),
+        (
+            json!([{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]),
+            &daemon,
+        ),
+        (
+            json!([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]),
+            &owned_by_not_controller,
+        ),
+    ] {
+        assert!(
+            !create(tolerations.clone(), Some(owners)).0,
+            "{tolerations}"
+        );
+    }
+}
+
 #[test]
 fn covering_is_taint_set_inclusion() {
     let t = |v: Value| serde_json::from_value::<k8s_openapi::api::core::v1::Toleration>(v).unwrap();
