@@ -131,6 +131,9 @@ pub struct NodeSide<'a> {
     node_name: NodeName<'a>,
     taints: TaintToleration<'a>,
     affinity: NodeAffinity,
+    /// The pod names its node (`spec.nodeName`): kube-scheduler never sees it, and the kubelet
+    /// admits it by its own checks ([`NodeSide::with_tolerations`]).
+    bound: bool,
 }
 
 impl<'a> NodeSide<'a> {
@@ -144,11 +147,16 @@ impl<'a> NodeSide<'a> {
         spec: &'a crate::k8s::model::PodSpec,
         tolerations: &'a [Toleration],
     ) -> NodeSide<'a> {
+        // A pod that names its node goes straight to that node's kubelet, whose admission
+        // (`lifecycle.generalFilter`) checks node affinity, ports and resources, and of the
+        // taints only NoExecute ones; a cordon does not stop it.
+        let bound = spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
         NodeSide {
-            unschedulable: NodeUnschedulable::new(tolerations),
+            unschedulable: NodeUnschedulable::new(tolerations, bound),
             node_name: NodeName::new(spec.node_name.as_deref()),
-            taints: TaintToleration::new(tolerations),
+            taints: TaintToleration::new(tolerations, bound),
             affinity: NodeAffinity::new(spec),
+            bound,
         }
     }
 
@@ -297,6 +305,10 @@ impl<'a> PodState<'a> {
         }
         for r in self.fit.filter(node, usage) {
             out.push(Reason::new(NODE_RESOURCES_FIT, &r));
+        }
+        // The kubelet does not weigh the pods of other nodes.
+        if self.node_side.bound {
+            return out;
         }
         if let Some((r, detail)) = self.spread.filter(node) {
             out.push(Reason {

@@ -12,7 +12,8 @@ pub(super) struct NodeUnschedulable {
 }
 
 impl NodeUnschedulable {
-    pub(super) fn new(tolerations: &[Toleration]) -> NodeUnschedulable {
+    /// `bound`: the pod names its node, and the kubelet admits it on a cordoned node.
+    pub(super) fn new(tolerations: &[Toleration], bound: bool) -> NodeUnschedulable {
         let taint = Taint {
             key: UNSCHEDULABLE_TAINT.into(),
             effect: "NoSchedule".into(),
@@ -20,7 +21,7 @@ impl NodeUnschedulable {
             time_added: None,
         };
         NodeUnschedulable {
-            tolerates_cordon: tolerated(tolerations, &taint),
+            tolerates_cordon: bound || tolerated(tolerations, &taint),
         }
     }
 

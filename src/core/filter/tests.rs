@@ -177,6 +177,71 @@ fn node_name_and_unschedulable() {
     }
 }
 
+/// A pod that names its node is never seen by kube-scheduler: the kubelet admits it with
+/// `scheduler.AdmissionCheck` (resources, node affinity, node name, ports) and NoExecute taints
+/// only (`lifecycle.generalFilter`). A cordon and NoSchedule taints do not stop it, nor do other
+/// pods' affinity or spread.
+#[test]
+fn a_pod_naming_its_node_is_admitted_as_the_kubelet_does() {
+    let mut cordoned = tainted(
+        node("n1", &[("zone", "a")]),
+        "dedicated",
+        "gpu",
+        "NoSchedule",
+    );
+    cordoned.unschedulable = true;
+    let evicting = tainted(node("n2", &[("zone", "a")]), "broken", "yes", "NoExecute");
+    let c = cluster(
+        vec![cordoned, evicting, node("n3", &[("zone", "b")])],
+        vec![("n3", bound("default", &[("app", "db")]))],
+    );
+    let cases = [
+        (
+            "a cordoned node with a NoSchedule taint admits it",
+            pod(json!({}), json!({"nodeName": "n1"})),
+            vec!["n1"],
+        ),
+        (
+            "an untolerated NoExecute taint refuses it",
+            pod(json!({}), json!({"nodeName": "n2"})),
+            vec![],
+        ),
+        (
+            "a tolerated one does not",
+            pod(
+                json!({}),
+                json!({"nodeName": "n2", "tolerations": [{"key": "broken", "operator": "Exists"}]}),
+            ),
+            vec!["n2"],
+        ),
+        (
+            "its node selector still counts",
+            pod(
+                json!({}),
+                json!({"nodeName": "n1", "nodeSelector": {"zone": "b"}}),
+            ),
+            vec![],
+        ),
+        (
+            "other pods' anti-affinity does not",
+            pod(
+                json!({"app": "db"}),
+                json!({"nodeName": "n3", "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}]}}}),
+            ),
+            vec!["n3"],
+        ),
+    ];
+    for (name, p, want) in cases {
+        assert_eq!(feasible(&c, &p), names(&want), "{name}");
+    }
+    let r = evaluate(&c, &pod(json!({}), json!({"nodeName": "n2"})), "default");
+    assert_eq!(
+        summary(&r),
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 node(s) didn't match the requested node name."
+    );
+}
+
 #[test]
 fn node_affinity_and_selector() {
     let c = cluster(

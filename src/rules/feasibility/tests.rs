@@ -208,6 +208,20 @@ fn cases() {
             vec!["Warn spec: no node can run this pod now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
         ),
         (
+            "a new pod naming a NoSchedule-tainted node is admitted by its kubelet, unwarned",
+            &deny,
+            pod(json!({"nodeName": "gpu1"})),
+            None,
+            vec![],
+        ),
+        (
+            "so is one naming a cordoned node",
+            &deny,
+            pod(json!({"nodeName": "old1"})),
+            None,
+            vec![],
+        ),
+        (
             "a workload whose template tolerates nothing on tainted and cordoned nodes is warned",
             &warn,
             deploy(json!({"nodeSelector": {"pool": "gpu"}, "containers": []})),
