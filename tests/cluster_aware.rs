@@ -353,3 +353,71 @@ fn an_unsynced_cache_never_denies() {
     drop(server);
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// An API server that stops answering without closing its connections (stopped here; a load
+/// balancer that drops a flow does the same) is noticed within `--cache-max-silence`: the watch
+/// is taken for lost, and once it has failed for `--cache-max-stale` the check is skipped (never
+/// denying) until the server answers again.
+#[test]
+fn a_silent_api_server_makes_the_cache_stale() {
+    let Some(api) = with_apiserver("a_silent_api_server_makes_the_cache_stale") else {
+        return;
+    };
+    api.node("n1", &json!({"topology.kubernetes.io/zone": "a"}), &[]);
+    let dir = temp_dir("cluster-aware-silent");
+    let rule_file = dir.join("rules.yaml");
+    rules(&rule_file, "deny");
+    let kubeconfig = api.kubeconfig(ADMIN_TOKEN, "default");
+    let server = start(&[
+        "--rules",
+        rule_file.to_str().unwrap(),
+        "--cluster-aware",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--cache-max-silence",
+        "4",
+        "--cache-max-stale",
+        "2",
+    ]);
+    until("/readyz after the first sync", || {
+        get(&server, "/readyz").0 == 200
+    });
+    let stale = "placement_guard_rule_checks_skipped_total{rule=\"feasibility\",reason=\"stale\"}";
+    let review = || {
+        post(
+            &server,
+            "/validate",
+            fixture("pod-update-add-nodeselector-gated.validate.json"),
+        )
+    };
+    // Quiet watches are renewed before the silence limit, without a re-list or a skip: the
+    // cache still judges (no node has disktype=ssd: denied).
+    std::thread::sleep(Duration::from_secs(7));
+    let (code, r) = review();
+    assert_eq!(
+        (code, &r["response"]["allowed"]),
+        (200, &json!(false)),
+        "{r}"
+    );
+    let (_, metrics) = get(&server, "/metrics");
+    assert!(!metrics.contains(stale), "{metrics}");
+    assert!(
+        metrics
+            .contains("placement_guard_cluster_cache_watch_restarts_total{resource=\"nodes\"} 0"),
+        "{metrics}"
+    );
+    api.signal_apiserver("STOP");
+    until("the silent server's cache to be skipped as stale", || {
+        assert_eq!(review().0, 200);
+        get(&server, "/metrics").1.contains(stale)
+    });
+    let (code, r) = review();
+    assert_eq!(
+        (code, &r["response"]["allowed"]),
+        (200, &json!(true)),
+        "{r}"
+    );
+    api.signal_apiserver("CONT");
+    drop(server);
+    std::fs::remove_dir_all(dir).ok();
+}

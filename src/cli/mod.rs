@@ -184,6 +184,17 @@ pub enum Command {
             requires = "cluster_aware"
         )]
         cache_sync_timeout: u64,
+        /// With --cluster-aware: how long (seconds) a watch may stay silent before it is taken
+        /// for lost (an API server or a load balancer that stopped answering without closing
+        /// the connection) and resumed; its failure then counts toward --cache-max-stale. Each
+        /// watch is renewed this often when nothing happens.
+        #[arg(
+            long,
+            value_name = "SECONDS",
+            default_value_t = 60,
+            requires = "cluster_aware"
+        )]
+        cache_max_silence: u64,
     },
     /// Answer one AdmissionReview offline, exactly as /validate (or /mutate) would.
     Review {
@@ -373,6 +384,7 @@ pub fn run() -> ExitCode {
             context,
             cache_max_stale,
             cache_sync_timeout,
+            cache_max_silence,
         } => {
             let _log_guard = init_logging(log_format);
             let (rules, rules_bytes) = match load_rules_with_bytes(rules_path.as_ref()) {
@@ -422,9 +434,10 @@ pub fn run() -> ExitCode {
                     connect: crate::live::Connect {
                         kubeconfig,
                         context,
-                        // A watch waits up to its 290 s timeout for events; the read timeout
-                        // must outlast it.
-                        timeout: std::time::Duration::from_secs(295),
+                        // The read timeout: a connection silent for longer is dropped. Each
+                        // watch asks the API server to end it a little sooner (see
+                        // `live::cache::spawn`), so only a silent server reaches it.
+                        timeout: std::time::Duration::from_secs(cache_max_silence.clamp(2, 295)),
                         page: crate::live::PAGE,
                     },
                     max_stale: std::time::Duration::from_secs(cache_max_stale.max(1)),

@@ -142,7 +142,13 @@ impl Cache {
 }
 
 /// Starts one watcher per resource on the current runtime; they run until the runtime stops.
-pub fn spawn(client: Client, cache: Arc<Cache>, page: u32) {
+/// `silence` is the client's read timeout: each watch asks the API server to end it before
+/// that (the watcher then resumes it from its resource version, without a list), so that a
+/// server that stops answering without closing the connection is noticed within `silence`
+/// (kube's default of 290 s hid it for five minutes, and `--cache-max-stale` never saw it).
+pub fn spawn(client: Client, cache: Arc<Cache>, page: u32, silence: Duration) {
+    let watch_seconds = (silence.as_secs().saturating_sub(silence.as_secs() / 10 + 1)).max(1);
+    let watch_seconds = u32::try_from(watch_seconds).unwrap_or(290);
     let c = cache.clone();
     tokio::spawn(async move {
         tokio::time::sleep(c.sync_timeout).await;
@@ -153,7 +159,11 @@ pub fn spawn(client: Client, cache: Arc<Cache>, page: u32) {
             );
         }
     });
-    let config = || watcher::Config::default().page_size(page);
+    let config = || {
+        watcher::Config::default()
+            .page_size(page)
+            .timeout(watch_seconds)
+    };
     let c = cache.clone();
     tokio::spawn(run(
         watcher::watcher(Api::<WatchedNode>::all(client.clone()), config()),

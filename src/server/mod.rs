@@ -433,7 +433,7 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("--cluster-aware: {e}"))?;
         tracing::info!(server = %conn.server, "cluster cache: listing and watching nodes, pods and namespaces");
         let cache = Arc::new(Cache::new(ca.max_stale, ca.sync_timeout));
-        crate::live::cache::spawn(conn.client, cache.clone(), conn.page);
+        crate::live::cache::spawn(conn.client, cache.clone(), conn.page, ca.connect.timeout);
         state = state.with_cache(cache);
     }
     let state = web::Data::new(state);

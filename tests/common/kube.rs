@@ -359,6 +359,17 @@ impl ApiServer {
     }
 
     /// Starts kube-scheduler (from the same folder as kube-apiserver) against this API server.
+    /// Stops (`STOP`) or resumes (`CONT`) the API server process: it keeps its connections
+    /// open and answers nothing, as a server or a load balancer that hangs does.
+    pub fn signal_apiserver(&self, signal: &str) {
+        let pid = self.children[1].id().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {pid}");
+    }
+
     pub fn start_scheduler(&mut self) {
         let bin = binaries().unwrap();
         let kc = self.kubeconfig(SCHEDULER_TOKEN, "default");
