@@ -246,7 +246,9 @@ impl Checker {
     /// One document starting on 0-based line `offset` of `file`.
     fn check_document(&mut self, file: &str, offset: usize, doc: &str) {
         match manifest::parse_document_at(doc, offset) {
-            Ok(objects) => objects.into_iter().for_each(|o| self.check_object(file, o)),
+            Ok(objects) => objects
+                .into_iter()
+                .for_each(|o| self.check_object(file, o, false)),
             Err(e) => self.report.diagnostics.push(Diagnostic::file_level(
                 file,
                 manifest::Pos {
@@ -267,7 +269,7 @@ impl Checker {
     /// where a file name would.
     pub fn check_value(&mut self, origin: &str, value: Value) {
         self.report.files += 1;
-        self.check_object(origin, Object::from_value(value));
+        self.check_object(origin, Object::from_value(value), true);
     }
 
     /// A warning that no node can run the pod (or the workload's pods) now: `summary` is the
@@ -284,7 +286,8 @@ impl Checker {
         self.report.diagnostics.push(d);
     }
 
-    fn check_object(&mut self, file: &str, obj: Object) {
+    /// `live`: read from the API server, where a Pod's spec can no longer be changed.
+    fn check_object(&mut self, file: &str, obj: Object, live: bool) {
         let v = &obj.value;
         // kubectl refuses a document that is not a mapping (a garbled `helm template`, a stray
         // list); a mapping without kind is left alone, as config files beside manifests are.
@@ -365,13 +368,19 @@ impl Checker {
             },
         };
         let validated = rules::evaluate(&input, &self.rules);
-        let mutated = rules::evaluate(
-            &Input {
-                phase: Phase::Mutate,
-                ..input
-            },
-            &self.rules,
-        );
+        // What the mutating webhook would add to a pod that already exists cannot be added any
+        // more: its template's owner is where to act, and is judged itself.
+        let mutated = if live && kind == Kind::Pod {
+            rules::Verdict::default()
+        } else {
+            rules::evaluate(
+                &Input {
+                    phase: Phase::Mutate,
+                    ..input
+                },
+                &self.rules,
+            )
+        };
         let found = [validated, mutated]
             .iter()
             .flat_map(|v| on.diagnostics(v))

@@ -324,7 +324,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
         };
         let mut checker = Checker::new(run.rules);
         let mut owners = Owners::default();
-        let mut owned = 0;
+        let (mut owned, mut finished) = (0, 0);
         let (mut any_listed, mut refused) = (false, Vec::new());
         let mut read = 0;
         for kind in AUDITED {
@@ -332,7 +332,15 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
             let listed = live::list_each(&conn, kind, ns, run.args.timeout(), |v| {
                 read += 1;
                 progress.update("workloads", read);
-                audit_one(&mut checker, snapshot.as_ref(), kind, v, &mut owners, &mut owned);
+                audit_one(
+                    &mut checker,
+                    snapshot.as_ref(),
+                    kind,
+                    v,
+                    &mut owners,
+                    &mut owned,
+                    &mut finished,
+                );
             })
             .await;
             match listed {
@@ -354,6 +362,11 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
         if owned > 0 {
             notes.push(format!(
                 "{owned} object(s) owned by an audited workload were judged through their owner's template"
+            ));
+        }
+        if finished > 0 {
+            notes.push(format!(
+                "{finished} finished pod(s) (Succeeded or Failed) were not judged: they hold no node and never run again"
             ));
         }
         let mut report = checker.finish();
@@ -384,7 +397,13 @@ fn audit_one(
     v: Value,
     owners: &mut Owners,
     owned: &mut usize,
+    finished: &mut usize,
 ) {
+    // A finished pod holds no node and never runs again: nothing to act on.
+    if kind == Kind::Pod && matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
+        *finished += 1;
+        return;
+    }
     let (at, object) = origin(kind, &v);
     let digest = directives_digest(kind, &v);
     let through_owner = owners.judged_through_owner(&v, digest);
@@ -428,6 +447,60 @@ fn audit_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rules each object gets from `audit`: a finished pod none (counted), a live pod no
+    /// spread defaults (what the mutating webhook would add can no longer be added to it), its
+    /// workload both.
+    #[test]
+    fn audit_judges_what_can_still_be_acted_on() {
+        let rules = RuleSet::default();
+        let mut checker = Checker::new(&rules);
+        let (mut owners, mut owned, mut finished) = (Owners::default(), 0, 0);
+        let zone_anti_affinity = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "topology.kubernetes.io/zone", "namespaceSelector": {}}]}});
+        let objects = [
+            (
+                Kind::Pod,
+                serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "done", "namespace": "shop", "labels": {"app": "web"}},
+                    "spec": {"affinity": zone_anti_affinity}, "status": {"phase": "Succeeded"}}),
+            ),
+            (
+                Kind::Pod,
+                serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare", "namespace": "shop", "labels": {"app": "web"}},
+                    "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
+            ),
+            (
+                Kind::Deployment,
+                serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop", "uid": "d1"},
+                    "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {}}}}),
+            ),
+        ];
+        for (kind, v) in objects {
+            audit_one(
+                &mut checker,
+                None,
+                kind,
+                v,
+                &mut owners,
+                &mut owned,
+                &mut finished,
+            );
+        }
+        assert_eq!(finished, 1);
+        let found: Vec<(String, String)> = checker
+            .finish()
+            .diagnostics
+            .iter()
+            .map(|d| (d.file.clone(), d.rule.to_string()))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                "shop/Deployment/web".to_string(),
+                "topology-spread-defaults".to_string()
+            )]
+        );
+    }
 
     #[test]
     fn pod_arguments_are_files_or_references() {
