@@ -157,6 +157,12 @@ fn workload_id(v: &Value) -> (String, String, String, String) {
 }
 
 /// A run of `check`: the rules, what has been read so far, and the report it fills.
+/// An object read from the API server ([`Checker::check_value`]).
+struct Live {
+    judge: bool,
+    placed: Vec<rules::Finding>,
+}
+
 pub struct Checker {
     rules: RuleSet,
     report: Report,
@@ -248,7 +254,7 @@ impl Checker {
         match manifest::parse_document_at(doc, offset) {
             Ok(objects) => objects
                 .into_iter()
-                .for_each(|o| self.check_object(file, o, false)),
+                .for_each(|o| self.check_object(file, o, None)),
             Err(e) => self.report.diagnostics.push(Diagnostic::file_level(
                 file,
                 manifest::Pos {
@@ -267,9 +273,27 @@ impl Checker {
 
     /// Checks one object read from the API server; `origin` (`namespace/Kind/name`) stands
     /// where a file name would.
-    pub fn check_value(&mut self, origin: &str, value: Value) {
+    /// `placed`: findings about where the object runs now, judged by the caller against the
+    /// cluster ([`rules::node_selection::placed_outside`]), reported and suppressed as the
+    /// object's other findings are. `judge`: whether the rules judge the object itself (not
+    /// when its owner's template was judged for it).
+    pub fn check_value(
+        &mut self,
+        origin: &str,
+        value: Value,
+        judge: bool,
+        placed: Vec<rules::Finding>,
+    ) {
         self.report.files += 1;
-        self.check_object(origin, Object::from_value(value), true);
+        self.check_object(
+            origin,
+            Object::from_value(value),
+            Some(Live { judge, placed }),
+        );
+    }
+
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
     }
 
     /// A warning that no node can run the pod (or the workload's pods) now: `summary` is the
@@ -286,8 +310,8 @@ impl Checker {
         self.report.diagnostics.push(d);
     }
 
-    /// `live`: read from the API server, where a Pod's spec can no longer be changed.
-    fn check_object(&mut self, file: &str, obj: Object, live: bool) {
+    /// `live`: read from the API server (where a Pod's spec can no longer change).
+    fn check_object(&mut self, file: &str, obj: Object, live: Option<Live>) {
         let v = &obj.value;
         // kubectl refuses a document that is not a mapping (a garbled `helm template`, a stray
         // list); a mapping without kind is left alone, as config files beside manifests are.
@@ -367,10 +391,18 @@ impl Checker {
                 ..Context::default()
             },
         };
-        let validated = rules::evaluate(&input, &self.rules);
-        // What the mutating webhook would add to a pod that already exists cannot be added any
-        // more: its template's owner is where to act, and is judged itself.
-        let mutated = if live && kind == Kind::Pod {
+        // What the mutating webhook would add to a live pod cannot be added any more: its
+        // owner is where to act, and is judged itself.
+        let (validate, mutate, placed) = match live {
+            None => (true, true, Vec::new()),
+            Some(l) => (l.judge, l.judge && kind != Kind::Pod, l.placed),
+        };
+        let validated = if validate {
+            rules::evaluate(&input, &self.rules)
+        } else {
+            rules::Verdict::default()
+        };
+        let mutated = if !mutate {
             rules::Verdict::default()
         } else {
             rules::evaluate(
@@ -381,7 +413,11 @@ impl Checker {
                 &self.rules,
             )
         };
-        let found = [validated, mutated]
+        let placed = rules::Verdict {
+            findings: placed,
+            ..rules::Verdict::default()
+        };
+        let found = [validated, mutated, placed]
             .iter()
             .flat_map(|v| on.diagnostics(v))
             .collect();

@@ -437,16 +437,91 @@ fn audit_one(
             }
         }
     }
+    // Where a pod already runs, judged against the policies of its namespace.
+    let placed = match (kind, snapshot, v["spec"]["nodeName"].as_str()) {
+        (Kind::Pod, Some(cluster), Some(node)) if !node.is_empty() => cluster
+            .node_index(node)
+            .map(|i| {
+                crate::rules::node_selection::placed_outside(
+                    &checker.rules().spec.node_selection,
+                    &ns,
+                    node,
+                    &cluster.nodes[i].labels,
+                )
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
     if through_owner {
         *owned += 1;
-        return;
+        if placed.is_empty() {
+            return;
+        }
     }
-    checker.check_value(&at, v);
+    checker.check_value(&at, v, !through_owner, placed);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pod that already runs on a node its namespace's policy fences off is reported at
+    /// `spec.nodeName`, besides what its selection could reach; one on an allowed node is not.
+    #[test]
+    fn audit_reports_pods_running_where_their_policy_forbids() {
+        let rules = RuleSet::from_yaml(
+            "rules.yaml",
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - name: off-gpu\n      namespaces: [team-a]\n      forbiddenNodes:\n      - matchExpressions: [{key: gpu, operator: Exists}]\n      requiredNodes:\n      - matchExpressions: [{key: pool, operator: In, values: [tenants]}]\n",
+        )
+        .unwrap();
+        let node = |name: &str, labels: serde_json::Value| {
+            crate::core::snapshot::node_of(
+                serde_json::from_value(
+                    serde_json::json!({"metadata": {"name": name, "labels": labels}}),
+                )
+                .unwrap(),
+            )
+        };
+        let cluster = Cluster::new(
+            vec![
+                node(
+                    "gpu-1",
+                    serde_json::json!({"gpu": "a100", "pool": "tenants"}),
+                ),
+                node("t-1", serde_json::json!({"pool": "tenants"})),
+            ],
+            HashMap::new(),
+        )
+        .unwrap();
+        let mut checker = Checker::new(&rules);
+        let (mut owners, mut owned, mut finished) = (Owners::default(), 0, 0);
+        let inside = serde_json::json!({"pool": "tenants"});
+        for (name, node) in [("on-gpu", "gpu-1"), ("fine", "t-1")] {
+            let v = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "team-a"},
+                "spec": {"nodeName": node, "nodeSelector": inside, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]}]}}}},
+                "status": {"phase": "Running"}});
+            audit_one(
+                &mut checker,
+                Some(&cluster),
+                Kind::Pod,
+                v,
+                &mut owners,
+                &mut owned,
+                &mut finished,
+            );
+        }
+        let found: Vec<String> = checker
+            .finish()
+            .diagnostics
+            .iter()
+            .map(|d| format!("{} {:?} {}: {}", d.file, d.severity, d.path, d.message))
+            .collect();
+        assert_eq!(
+            found,
+            ["team-a/Pod/on-gpu Error spec.nodeName: Forbidden: the pod runs on node \"gpu-1\", which matches \"gpu Exists\" that pods in namespace \"team-a\" may not reach (policy off-gpu)"]
+        );
+    }
 
     /// The rules each object gets from `audit`: a finished pod none (counted), a live pod no
     /// spread defaults (what the mutating webhook would add can no longer be added to it), its

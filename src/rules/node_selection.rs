@@ -4,6 +4,8 @@
 //! every workload's pod template. Decided exactly, by satisfiability over the requirements
 //! (`core::satisfy`), not by looking at today's nodes.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
@@ -259,6 +261,62 @@ impl Selection {
             in_terms: required.is_some(),
         }
     }
+}
+
+/// Where a pod already runs, against the policies of its namespace (`audit`): Forbidden at
+/// `spec.nodeName` for each policy whose `forbiddenNodes` match node `node` (with `labels`), or
+/// whose `requiredNodes` do not. A pod admitted before the policy, or while the webhook failed
+/// open, may sit on such a node: a stronger finding than a selection that merely could.
+pub fn placed_outside(
+    s: &NodeSelection,
+    namespace: &str,
+    node: &str,
+    labels: &BTreeMap<String, String>,
+) -> Vec<Finding> {
+    if !s.enabled {
+        return Vec::new();
+    }
+    let matches = |terms: &[NodeSelectorTerm]| {
+        terms
+            .iter()
+            .filter_map(Term::from_api)
+            .any(|t| t.matches_node(labels, node))
+    };
+    let path = FieldPath::fields(&["spec", "nodeName"]);
+    let who = format!("pods in namespace {namespace:?}");
+    let mut out = Vec::new();
+    for p in s.policies.iter().filter(|p| p.applies_to(namespace)) {
+        if matches(&p.forbidden_nodes) {
+            out.push(FieldError::forbidden(
+                path.clone(),
+                format!(
+                    "the pod runs on node {node:?}, which matches {} that {who} may not reach (policy {})",
+                    quote_terms(&p.forbidden_nodes),
+                    p.name
+                ),
+            ));
+        }
+        if !p.required_nodes.is_empty() && !matches(&p.required_nodes) {
+            out.push(FieldError::forbidden(
+                path.clone(),
+                format!(
+                    "the pod runs on node {node:?}, outside {} where {who} must stay (policy {})",
+                    quote_terms(&p.required_nodes),
+                    p.name
+                ),
+            ));
+        }
+    }
+    out.into_iter()
+        .map(|error| Finding {
+            rule: ID,
+            action: s.action,
+            error,
+            hint: Some(
+                "the pod stays on that node until it is deleted: delete it (its controller, if any, recreates it where the policy allows) once its workload's selection is within the policy".to_string(),
+            ),
+        })
+        .collect()
 }
 
 fn quote_terms(terms: &[NodeSelectorTerm]) -> String {
