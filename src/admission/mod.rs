@@ -703,6 +703,32 @@ mod tests {
                 );
             }
         }
+        // A Job's template is immutable but for the scheduling directives of a suspended Job
+        // (Kueue sets them as it unsuspends the Job): constraints added then would make
+        // kube-apiserver refuse the update, so a Job is defaulted at CREATE only.
+        let job = |node_selector: serde_json::Value, suspend: bool| {
+            serde_json::json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "demo", "labels": {"app": "train"}},
+                "spec": {"suspend": suspend, "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u"}},
+                    "template": {"metadata": {"labels": {"app": "train", "batch.kubernetes.io/controller-uid": "u"}},
+                        "spec": {"nodeSelector": node_selector, "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}})
+        };
+        let body = String::from_utf8(deployment_update(
+            &job(serde_json::json!({"flavor": "a100"}), false),
+            &job(serde_json::json!({}), true),
+        ))
+        .unwrap()
+        .replace(
+            r#"{"group":"apps","version":"v1","kind":"Deployment"}"#,
+            r#"{"group":"batch","version":"v1","kind":"Job"}"#,
+        )
+        .replace(
+            r#"{"group":"apps","version":"v1","resource":"deployments"}"#,
+            r#"{"group":"batch","version":"v1","resource":"jobs"}"#,
+        );
+        let r = review(body.as_bytes(), Endpoint::Mutate, &rules).unwrap();
+        assert!(r.rules.is_empty(), "{:?}", r.rules);
+        let a: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert!(a["response"].get("patch").is_none(), "{a}");
         // The validating endpoint reads the same UPDATE in one pass, as before.
         let body = deployment_update(new, old);
         assert_eq!(

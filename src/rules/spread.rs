@@ -140,8 +140,11 @@ impl Rule for TopologySpreadRule {
         },
     ];
 
-    /// Validation: CREATE and UPDATE of Pods and workloads. Defaulting (`/mutate`): Pod CREATE,
-    /// workload CREATE and UPDATE, never DaemonSets.
+    /// Validation: CREATE and UPDATE of Pods and workloads. Defaulting (`/mutate`): Pod and Job
+    /// CREATE, other workloads' CREATE and UPDATE, never DaemonSets. A Job's template is
+    /// immutable but for the scheduling directives of a suspended Job that never ran
+    /// (`validatePodTemplateUpdate`; Kueue admits a Job by setting them as it unsuspends it):
+    /// constraints added on UPDATE would make kube-apiserver refuse the update.
     fn applies(s: &TopologySpread, r: Request) -> bool {
         let ObjectKind::Template(kind) = r.kind else {
             return false;
@@ -152,7 +155,7 @@ impl Rule for TopologySpreadRule {
                 s.defaults.enabled
                     && kind != Kind::DaemonSet
                     && (r.operation == Operation::Create
-                        || (r.operation.writes() && kind != Kind::Pod))
+                        || (r.operation.writes() && !matches!(kind, Kind::Pod | Kind::Job)))
             }
         }
     }
@@ -633,10 +636,11 @@ fn opted_out(t: &PodTemplate) -> bool {
         .any(|m| m.annotation(SKIP_ANNOTATION) == Some("skip"))
 }
 
-/// A workload object another controller made from its own template (a Deployment's or an
-/// Argo Rollout's ReplicaSet, a CronJob's Job): that controller finds it again by comparing
-/// templates, and one changed under it is taken for another (kubernetes#57167). Its pods are
-/// defaulted when they are created.
+/// A workload object a controller manages (a Deployment's or an Argo Rollout's ReplicaSet, a
+/// CronJob's Job, an operator's Deployment): a ReplicaSet's controller finds it again by
+/// comparing templates, and one changed under it is taken for another (kubernetes#57167); an
+/// operator reconciles to its own spec, and would fight the defaults. Its pods are defaulted
+/// when they are created.
 fn made_by_a_controller(t: &PodTemplate) -> bool {
     t.kind != Kind::Pod
         && t.meta
