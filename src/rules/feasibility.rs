@@ -105,9 +105,9 @@ impl Rule for FeasibilityRule {
             // Kueue ungates a pod and sets its nodeSelector in one patch: the tightening is
             // judged first, with the rule's action, and the pods only when some node is left.
             Case::Ungated(tightened) => tightened
-                .and_then(|path| tightening(s, cluster, new, path))
+                .and_then(|changed| tightening(s, cluster, old, new, changed))
                 .or_else(|| ungated(cluster, new, input.namespace)),
-            Case::Tightened(path) => tightening(s, cluster, new, path),
+            Case::Tightened(changed) => tightening(s, cluster, old, new, changed),
             Case::Admitted => node_side(cluster, new).map(|(summary, _)| {
                 let what = if new.kind == Kind::Pod {
                     "no node can run this pod now"
@@ -131,57 +131,83 @@ impl Rule for FeasibilityRule {
     }
 }
 
-/// A gated pod's tightening that leaves no node: Forbidden at what changed (the tolerations,
-/// when taints rejected more nodes than the selection did), with the rule's action.
+/// A gated pod's update that leaves it no node: Forbidden at what changed (the tolerations,
+/// when taints rejected more nodes than the selection did). The rule's action only when this
+/// update's selection took the last node away: added tolerations only widen, and a pod that had
+/// no node before is not this update's doing (denied, its ungating would never let an
+/// autoscaler see it); those are warned.
 fn tightening(
     s: &Feasibility,
     cluster: &Cluster,
+    old: Option<&PodTemplate>,
     new: &PodTemplate,
-    path: FieldPath,
+    changed: Changed,
 ) -> Option<(FieldError, Action)> {
-    node_side(cluster, new).map(|(summary, taints)| {
-        let path = if taints {
-            new.spec_path().child("tolerations")
+    let (summary, taints) = node_side(cluster, new)?;
+    let path = if taints {
+        new.spec_path().child("tolerations")
+    } else {
+        changed.path
+    };
+    let took_the_last_node =
+        changed.selection && old.is_some_and(|o| node_side(cluster, o).is_none());
+    Some((
+        FieldError::forbidden(
+            path,
+            format!("after this update no node can run the pod: {summary}"),
+        ),
+        if took_the_last_node {
+            s.action
         } else {
-            path
-        };
-        (
-            FieldError::forbidden(
-                path,
-                format!("after this update no node can run the pod: {summary}"),
-            ),
-            s.action,
-        )
-    })
+            Action::Warn
+        },
+    ))
+}
+
+/// What a gated pod's update changed of its node-side directives.
+struct Changed {
+    /// The path a finding points at.
+    path: FieldPath,
+    /// The selection (nodeSelector, required node affinity), not only the tolerations.
+    selection: bool,
 }
 
 enum Case {
-    /// The last gate goes: the pod meets the scheduler now. The path of what the same update
-    /// tightened, if it did.
-    Ungated(Option<FieldPath>),
-    /// A gated pod's selection or tolerations changed; the path of what changed.
-    Tightened(FieldPath),
+    /// The last gate goes: the pod meets the scheduler now; and what the same update changed
+    /// of its directives, if anything.
+    Ungated(Option<Changed>),
+    /// A gated pod's selection or tolerations changed.
+    Tightened(Changed),
     /// A new pod, or a workload's template.
     Admitted,
 }
 
-/// What changed of a gated pod's node-side directives, as the path a finding points at.
-fn tightened(old: &PodTemplate, new: &PodTemplate) -> Option<FieldPath> {
+/// What changed of a gated pod's node-side directives.
+fn tightened(old: &PodTemplate, new: &PodTemplate) -> Option<Changed> {
     let (o, n) = (&old.spec, &new.spec);
     let spec = new.spec_path();
+    let selection = |path| {
+        Some(Changed {
+            path,
+            selection: true,
+        })
+    };
     if !map_eq(&o.node_selector, &n.node_selector) {
-        Some(spec.child("nodeSelector"))
+        selection(spec.child("nodeSelector"))
     } else if !o
         .required_node_selector_terms()
         .sem_eq(&n.required_node_selector_terms())
     {
-        Some(
+        selection(
             spec.child("affinity")
                 .child("nodeAffinity")
                 .child("requiredDuringSchedulingIgnoredDuringExecution"),
         )
     } else if !o.tolerations().sem_eq(n.tolerations()) {
-        Some(spec.child("tolerations"))
+        Some(Changed {
+            path: spec.child("tolerations"),
+            selection: false,
+        })
     } else {
         None
     }

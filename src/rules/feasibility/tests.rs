@@ -180,6 +180,27 @@ fn cases() {
             vec!["Warn spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
         ),
         (
+            "added tolerations only widen: on a pod no node could run before, warned, even with deny",
+            &deny,
+            gated(json!({"nodeSelector": {"zone": "z9"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}]})),
+            Some(gated(json!({"nodeSelector": {"zone": "z9"}}))),
+            vec!["Warn spec.tolerations: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
+        ),
+        (
+            "so is ungating with them (an autoscaler sees the pod only once it is ungated)",
+            &deny,
+            pod(json!({"nodeSelector": {"zone": "z9"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}]})),
+            Some(gated(json!({"nodeSelector": {"zone": "z9"}}))),
+            vec!["Warn spec.tolerations: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
+        ),
+        (
+            "narrowing a pod that had no node already is not this update's doing: warned",
+            &deny,
+            gated(json!({"nodeSelector": {"zone": "z9", "pool": "gpu"}})),
+            Some(gated(json!({"nodeSelector": {"zone": "z9"}}))),
+            vec!["Warn spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
             "ungating and tightening to a zone a node is in says nothing",
             &deny,
             pod(json!({"nodeSelector": {"zone": "a"}})),
