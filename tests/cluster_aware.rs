@@ -326,7 +326,7 @@ fn an_unsynced_cache_never_denies() {
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
         "--cache-sync-timeout",
-        "4",
+        "10",
     ]);
     let (code, body) = get(&server, "/readyz");
     assert_eq!(
@@ -375,7 +375,7 @@ fn a_silent_api_server_makes_the_cache_stale() {
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
         "--cache-max-silence",
-        "4",
+        "5",
         "--cache-max-stale",
         "2",
     ]);
@@ -390,15 +390,19 @@ fn a_silent_api_server_makes_the_cache_stale() {
             fixture("pod-update-add-nodeselector-gated.validate.json"),
         )
     };
+    let judged = |r: &Value| {
+        r["response"]["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|w| w.as_str().unwrap_or("").starts_with("feasibility: "))
+    };
     // Quiet watches are renewed before the silence limit, without a re-list or a skip: the
-    // cache still judges (no node has disktype=ssd: denied).
+    // cache still judges (no node has disktype=ssd: a feasibility warning).
     std::thread::sleep(Duration::from_secs(7));
     let (code, r) = review();
-    assert_eq!(
-        (code, &r["response"]["allowed"]),
-        (200, &json!(false)),
-        "{r}"
-    );
+    assert_eq!(code, 200);
+    assert!(judged(&r), "{r}");
     let (_, metrics) = get(&server, "/metrics");
     assert!(!metrics.contains(stale), "{metrics}");
     assert!(
@@ -412,11 +416,8 @@ fn a_silent_api_server_makes_the_cache_stale() {
         get(&server, "/metrics").1.contains(stale)
     });
     let (code, r) = review();
-    assert_eq!(
-        (code, &r["response"]["allowed"]),
-        (200, &json!(true)),
-        "{r}"
-    );
+    assert_eq!(code, 200);
+    assert!(!judged(&r), "{r}");
     api.signal_apiserver("CONT");
     drop(server);
     std::fs::remove_dir_all(dir).ok();

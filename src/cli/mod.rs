@@ -187,7 +187,7 @@ pub enum Command {
         /// With --cluster-aware: how long (seconds) a watch may stay silent before it is taken
         /// for lost (an API server or a load balancer that stopped answering without closing
         /// the connection) and resumed; its failure then counts toward --cache-max-stale. Each
-        /// watch is renewed this often when nothing happens.
+        /// watch is renewed a little sooner when nothing happens. At least 5.
         #[arg(
             long,
             value_name = "SECONDS",
@@ -437,7 +437,7 @@ pub fn run() -> ExitCode {
                         // The read timeout: a connection silent for longer is dropped. Each
                         // watch asks the API server to end it a little sooner (see
                         // `live::cache::spawn`), so only a silent server reaches it.
-                        timeout: std::time::Duration::from_secs(cache_max_silence.clamp(2, 295)),
+                        timeout: std::time::Duration::from_secs(cache_max_silence.clamp(5, 295)),
                         page: crate::live::PAGE,
                     },
                     max_stale: std::time::Duration::from_secs(cache_max_stale.max(1)),

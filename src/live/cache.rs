@@ -146,8 +146,13 @@ impl Cache {
 /// that (the watcher then resumes it from its resource version, without a list), so that a
 /// server that stops answering without closing the connection is noticed within `silence`
 /// (kube's default of 290 s hid it for five minutes, and `--cache-max-stale` never saw it).
+///
+/// kube's watcher drops a watch idle for its `timeoutSeconds` + 5 s without an error and
+/// starts another: the watch must end before `silence`, and that idle limit lie beyond it, so
+/// that a silent server is met by the read timeout, an error the cache counts as a failing
+/// watch (else the first error came only from the next request, at twice the silence).
 pub fn spawn(client: Client, cache: Arc<Cache>, page: u32, silence: Duration) {
-    let watch_seconds = (silence.as_secs().saturating_sub(silence.as_secs() / 10 + 1)).max(1);
+    let watch_seconds = silence.as_secs().saturating_sub(2).max(3);
     let watch_seconds = u32::try_from(watch_seconds).unwrap_or(290);
     let c = cache.clone();
     tokio::spawn(async move {

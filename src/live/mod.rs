@@ -70,6 +70,9 @@ pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
     };
     config.connect_timeout = Some(c.timeout.min(Duration::from_secs(10)));
     config.read_timeout = Some(c.timeout);
+    // Else the time a pooled connection sat idle counts against the next response's read
+    // timeout (we use no exec or attach, whose pings this would also reset).
+    config.reset_reader_on_write = true;
     config.write_timeout = Some(c.timeout);
     let server = config.cluster_url.to_string();
     let namespace = config.default_namespace.clone();

@@ -358,7 +358,6 @@ impl ApiServer {
         path
     }
 
-    /// Starts kube-scheduler (from the same folder as kube-apiserver) against this API server.
     /// Stops (`STOP`) or resumes (`CONT`) the API server process: it keeps its connections
     /// open and answers nothing, as a server or a load balancer that hangs does.
     pub fn signal_apiserver(&self, signal: &str) {
@@ -370,6 +369,7 @@ impl ApiServer {
         assert!(status.success(), "kill -{signal} {pid}");
     }
 
+    /// Starts kube-scheduler (from the same folder as kube-apiserver) against this API server.
     pub fn start_scheduler(&mut self) {
         let bin = binaries().unwrap();
         let kc = self.kubeconfig(SCHEDULER_TOKEN, "default");
