@@ -253,13 +253,13 @@ fn explain_and_audit_against_a_live_cluster() {
         (r.code, r.stderr.trim()),
         (
             2,
-            "placement-guard: Pod nowhere/nope not found: namespace \"nowhere\" not found"
+            "placement-guard: Pod nowhere/nope not found: namespaces \"nowhere\" not found"
         )
     );
     let r = pg(&admin, &["audit", "-n", "nowhere"]);
     assert_eq!(
         (r.code, r.stderr.trim()),
-        (2, "placement-guard: namespace \"nowhere\" not found")
+        (2, "placement-guard: namespaces \"nowhere\" not found")
     );
     let nobody = api.kubeconfig(NOBODY_TOKEN, ns);
     let r = pg(&nobody, &["explain", "--pod", "deploy/web"]);

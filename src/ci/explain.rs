@@ -129,10 +129,20 @@ pub fn caveats(kind: Kind, v: &Value) -> Vec<String> {
         .filter(|n| !n.is_empty() && *n != "default-scheduler")
     {
         out.push(format!(
-            "spec.schedulerName is {name:?}: these are kube-scheduler's filters, and kube-scheduler does not place this pod"
+            "{} is {name:?}: these are kube-scheduler's filters, and kube-scheduler does not place this pod",
+            kind.pod_spec_path().child("schedulerName")
         ));
     }
     let mut unmodelled = Vec::new();
+    // A StatefulSet's pods each get a claim of every template.
+    let claim_templates = match kind {
+        Kind::StatefulSet => v["spec"]["volumeClaimTemplates"].as_array(),
+        _ => None,
+    };
+    for claim in claim_templates.into_iter().flatten() {
+        let name = claim["metadata"]["name"].as_str().unwrap_or("");
+        unmodelled.push(format!("volumeClaimTemplate {name:?}"));
+    }
     for volume in spec["volumes"].as_array().into_iter().flatten() {
         if let Some(claim) = volume["persistentVolumeClaim"]["claimName"].as_str() {
             unmodelled.push(format!("persistentVolumeClaim {claim:?}"));
@@ -156,7 +166,12 @@ pub fn caveats(kind: Kind, v: &Value) -> Vec<String> {
             .as_array()
             .into_iter()
             .flatten()
-            .find(|c| c["type"] == "PodScheduled" && c["status"] == "False");
+            // kube-apiserver, not the scheduler, marks a gated pod SchedulingGated (said above).
+            .find(|c| {
+                c["type"] == "PodScheduled"
+                    && c["status"] == "False"
+                    && c["reason"] != "SchedulingGated"
+            });
         if let Some(c) = scheduled {
             let reason = c["reason"].as_str().unwrap_or("");
             let message = c["message"].as_str().unwrap_or("");
@@ -607,6 +622,21 @@ mod caveat_tests {
                 Kind::Pod,
                 json!({"spec": {"nodeName": "n1"}, "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "old"}]}}),
                 vec![],
+            ),
+            (
+                "a StatefulSet's claim templates, and its scheduler at its path",
+                Kind::StatefulSet,
+                json!({"spec": {"volumeClaimTemplates": [{"metadata": {"name": "data"}}], "template": {"spec": {"schedulerName": "volcano"}}}}),
+                vec![
+                    "spec.template.spec.schedulerName is \"volcano\": these are kube-scheduler's filters, and kube-scheduler does not place this pod",
+                    "not evaluated: volumeClaimTemplate \"data\" (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits and DynamicResources are not modelled: a node that fits here may still be refused for them)",
+                ],
+            ),
+            (
+                "a gated pod's SchedulingGated condition is kube-apiserver's, not repeated",
+                Kind::Pod,
+                json!({"spec": {"schedulingGates": [{"name": "g"}]}, "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated", "message": "Scheduling is blocked due to non-empty scheduling gates"}]}}),
+                vec!["the pod has schedulingGates (g): kube-scheduler does not try to place it until they are removed; explained as if they were"],
             ),
             (
                 "a workload's gates are its pods' business at creation",

@@ -171,7 +171,7 @@ pub fn explain(
                             .flatten()
                             == Some(false);
                         return Err(if missing {
-                            format!("{}: namespace {ns:?} not found", e.0)
+                            format!("{}: namespaces {ns:?} not found", e.0)
                         } else {
                             e.0
                         });
@@ -307,7 +307,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
                 .map_err(|e| e.0)?
                 == Some(false)
             {
-                return Err(format!("namespace {ns:?} not found"));
+                return Err(format!("namespaces {ns:?} not found"));
             }
         }
         let mut notes = Vec::new();

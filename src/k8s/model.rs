@@ -34,6 +34,13 @@ pub struct ObjectMeta {
 
 /// The prefix of the annotations this tool reads.
 pub const ANNOTATION_PREFIX: &str = "placement-guard.io/";
+/// The annotation the kubelet puts on the mirror pod of a static pod it already runs.
+pub const MIRROR_ANNOTATION: &str = "kubernetes.io/config.mirror";
+
+/// The annotations the views keep: this tool's own, and whether a pod is a mirror pod.
+pub fn kept_annotation(key: &str) -> bool {
+    key.starts_with(ANNOTATION_PREFIX) || key == MIRROR_ANNOTATION
+}
 
 /// A map key, borrowed from the input unless it had escapes.
 struct Key<'de>(std::borrow::Cow<'de, str>);
@@ -93,7 +100,7 @@ fn own_annotations<'de, D: serde::Deserializer<'de>>(
         ) -> Result<Self::Value, A::Error> {
             let mut own = BTreeMap::new();
             while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-                if key.starts_with(ANNOTATION_PREFIX) {
+                if kept_annotation(&key) {
                     own.insert(key.into_owned(), map.next_value::<String>()?);
                 } else {
                     map.next_value::<serde::de::IgnoredAny>()?;

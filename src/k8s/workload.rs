@@ -279,15 +279,17 @@ impl PodTemplate {
     }
 
     /// Whether `t` is one of the tolerations a DaemonSet's controller gives each of its pods,
-    /// as it gives them (`Exists`, no value, no `tolerationSeconds`), and this is such a pod.
+    /// as it gives them (`Exists`, no value, no `tolerationSeconds`; `network-unavailable` only
+    /// to a host-network pod), and this is such a pod.
     pub fn given_by_daemonset_controller(&self, t: &Toleration) -> bool {
+        let host_network = self.spec.host_network == Some(true);
         self.made_by_daemonset()
             && t.operator.as_deref() == Some("Exists")
             && t.value.as_deref().unwrap_or("").is_empty()
             && t.toleration_seconds.is_none()
             && DAEMON_TOLERATIONS
                 .iter()
-                .chain([&DAEMON_HOST_NETWORK_TOLERATION])
+                .chain(host_network.then_some(&DAEMON_HOST_NETWORK_TOLERATION))
                 .any(|&(key, effect)| {
                     t.key.as_deref() == Some(key) && t.effect.as_deref() == Some(effect)
                 })

@@ -24,6 +24,7 @@ use super::{
 use crate::core::cluster::Cluster;
 use crate::core::filter::{self, NodeResult, NodeSide, TAINT_TOLERATION};
 use crate::k8s::fieldpath::{ErrorType, FieldError, FieldPath};
+use crate::k8s::model::MIRROR_ANNOTATION;
 use crate::k8s::semantic::{map_eq, SemEq};
 use crate::k8s::workload::{Kind, PodTemplate};
 
@@ -89,6 +90,9 @@ impl Rule for FeasibilityRule {
                 }
             }
             (Kind::Pod, Operation::Update, _) => return,
+            // The kubelet runs a static pod already and only reports it: its mirror pod has no
+            // placement to judge (the kubelet does not even check taints for it).
+            (Kind::Pod, _, _) if new.meta.annotation(MIRROR_ANNOTATION).is_some() => return,
             (_, Operation::Create | Operation::Update, _) => Case::Admitted,
             _ => return,
         };

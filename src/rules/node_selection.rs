@@ -11,7 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{Action, Finding, Input, ObjectKind, Phase, Request, Rule, RuleId, RuleMeta, Verdict};
+use super::{
+    Action, Finding, Input, ObjectKind, Operation, Phase, Request, Rule, RuleId, RuleMeta, Verdict,
+};
 use crate::core::nodeselector::{Operator, Requirement, Source, Term};
 use crate::core::satisfy::{intersect, outside};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
@@ -129,6 +131,7 @@ impl Rule for NodeSelectionRule {
                 &new_tolerations,
                 object,
                 input.namespace,
+                input.operation == Operation::Create,
             ) {
                 verdict.findings.push(Finding {
                     rule: ID,
@@ -337,6 +340,7 @@ fn judge(
     tolerations: &[(usize, &Toleration)],
     object: &PodTemplate,
     namespace: &str,
+    create: bool,
 ) -> Vec<(FieldError, Option<String>)> {
     let mut out = Vec::new();
     let who = format!("pods in namespace {namespace:?}");
@@ -399,8 +403,9 @@ fn judge(
         for &(j, t) in tolerations {
             // What admission and a DaemonSet's controller add is not the pod author's choice:
             // a policy refusing it would admit the DaemonSet and refuse every one of its pods.
+            // The controller gives them at CREATE only; an update adding them is the author's.
             if is_default_toleration(t)
-                || object.given_by_daemonset_controller(t)
+                || (create && object.given_by_daemonset_controller(t))
                 || allowed.iter().any(|a| covers(a, t))
             {
                 continue;

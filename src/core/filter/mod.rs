@@ -273,6 +273,7 @@ impl<'a> PodState<'a> {
         let labels = labels.as_ref();
         let spec = &pod.spec;
         let node_side = NodeSide::new(spec);
+        let bound = node_side.bound;
         let spread = PodTopologySpread::new(
             cluster,
             spec.spread_constraints(),
@@ -285,7 +286,7 @@ impl<'a> PodState<'a> {
             cluster,
             node_side,
             ports: NodePorts::new(spec),
-            fit: NodeResourcesFit::new(spec),
+            fit: NodeResourcesFit::new(spec, bound),
             spread,
             inter_pod: InterPodAffinity::new(cluster, spec, labels, namespace),
         }

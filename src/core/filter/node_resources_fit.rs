@@ -10,12 +10,22 @@ pub(super) const TOO_MANY_PODS: &str = "Too many pods";
 
 pub(super) struct NodeResourcesFit {
     request: Resources,
+    /// The kubelet admitting a pod bound by `nodeName` first drops its requests for extended
+    /// resources the node does not advertise (`removeMissingExtendedResources`).
+    kubelet: bool,
+}
+
+/// `IsExtendedResourceName`: a domain-prefixed name outside `kubernetes.io/`, not a quota
+/// `requests.` name.
+fn is_extended(name: &str) -> bool {
+    name.contains('/') && !name.starts_with("kubernetes.io/") && !name.starts_with("requests.")
 }
 
 impl NodeResourcesFit {
-    pub(super) fn new(spec: &PodSpec) -> NodeResourcesFit {
+    pub(super) fn new(spec: &PodSpec, kubelet: bool) -> NodeResourcesFit {
         NodeResourcesFit {
             request: pod_requests(spec),
+            kubelet,
         }
     }
 
@@ -49,6 +59,9 @@ impl NodeResourcesFit {
             out.push("Insufficient ephemeral-storage".into());
         }
         for (name, want) in &req.scalar {
+            if self.kubelet && is_extended(name) && !a.scalar.contains_key(name) {
+                continue;
+            }
             let have = a.scalar.get(name).copied().unwrap_or(0);
             let taken = used.scalar.get(name).copied().unwrap_or(0);
             if short(*want, have, taken) {

@@ -1123,6 +1123,24 @@ fn node_resources_fit() {
         let c = fit_cluster(32, existing);
         assert_eq!(reasons_on(&c, &pod(json!({}), spec)), want, "{name}");
     }
+    // A pod that names its node: the kubelet drops requests for extended resources the node
+    // does not advertise (`removeMissingExtendedResources`), and still enforces the others.
+    let c = fit_cluster(32, None);
+    let named = |requests: Value| {
+        pod(
+            json!({}),
+            json!({"nodeName": "n", "containers": containers(&[requests])}),
+        )
+    };
+    assert!(reasons_on(&c, &named(json!({"example.com/bbb": "1"}))).is_empty());
+    assert_eq!(
+        reasons_on(&c, &named(json!({"example.com/aaa": "10"}))),
+        vec!["Insufficient example.com/aaa"]
+    );
+    assert_eq!(
+        reasons_on(&c, &named(json!({"hugepages-2Mi": "10"}))),
+        vec!["Insufficient hugepages-2Mi"]
+    );
     // TestNotEnoughRequests: the pod count is checked before anything else, even for a pod that
     // requests nothing.
     let c = fit_cluster(1, Some(json!({})));

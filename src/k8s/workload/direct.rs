@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::Error;
 
 use super::{check_kind, defaulted_selector, selector_from, Kind, PodTemplate};
-use crate::k8s::model::{Container, ObjectMeta, PodSpec, ANNOTATION_PREFIX};
+use crate::k8s::model::{kept_annotation, Container, ObjectMeta, PodSpec};
 use crate::k8s::ondemand::Deserializer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -50,7 +50,8 @@ pub struct Part {
     /// UPDATE's old object (skipping them spares a gated pod UPDATE a sixth of its reading).
     pub identity: bool,
     /// Containers, init containers, overhead, pod-level resources and hostNetwork (which gives
-    /// a DaemonSet's pods one more toleration): read only for rules that place pods
+    /// a DaemonSet's pods one more toleration, so also read with the tolerations): read only for
+    /// rules that place pods
     /// ([`crate::rules::reads_resources`]).
     pub resources: bool,
     /// Tolerations: read only for rules that compare or place them
@@ -76,6 +77,8 @@ impl Part {
     fn reads(self, field: usize) -> bool {
         match field {
             3 => self.tolerations,
+            // hostNetwork gives a DaemonSet's pods one more toleration.
+            10 => self.tolerations || self.resources,
             6.. => self.resources,
             _ => true,
         }
@@ -513,7 +516,8 @@ fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
 
 /// The pod spec's fields read here, as [`Seen`] bits; tolerations only with
 /// [`Part::tolerations`], from 6 on (containers, initContainers, overhead, resources,
-/// hostNetwork) only with [`Part::resources`] ([`Part::reads`]).
+/// hostNetwork) only with [`Part::resources`] (hostNetwork also with the tolerations:
+/// [`Part::reads`]).
 fn pod_spec_field(key: &str) -> Option<usize> {
     Some(match key {
         "nodeName" => 0,
@@ -606,7 +610,7 @@ fn pod_spec<'de>(
             }
             "hostNetwork" => {
                 seen.first(10)?;
-                if part.resources {
+                if part.reads(10) {
                     spec.host_network = Option::<bool>::deserialize(&mut *de)?;
                 } else {
                     de.skip_value()?;
@@ -662,7 +666,7 @@ fn own_annotations(de: &mut Deserializer) -> Result<Option<BTreeMap<String, Stri
     opt(de, |de| {
         let mut own = BTreeMap::new();
         de.read_object(|de, key| {
-            if key.starts_with(ANNOTATION_PREFIX) {
+            if kept_annotation(key) {
                 own.insert(key.to_owned(), de.read_string()?);
                 Ok(())
             } else {

@@ -236,6 +236,25 @@ fn cases() {
             vec![],
         ),
         (
+            "a static pod's mirror is not judged: the kubelet runs it already",
+            &deny,
+            parse_value(
+                Kind::Pod,
+                &json!({"metadata": {"name": "etcd-n9", "namespace": "kube-system", "annotations": {"kubernetes.io/config.mirror": "abc"}},
+                        "spec": {"nodeName": "n9"}}),
+            )
+            .unwrap(),
+            None,
+            vec![],
+        ),
+        (
+            "without the annotation, a pod naming a node that does not exist is warned",
+            &deny,
+            pod(json!({"nodeName": "n9"})),
+            None,
+            vec!["Warn spec: no node can run this pod now: 0/4 nodes are available: 4 node(s) didn't match the requested node name."],
+        ),
+        (
             "so is one naming a cordoned node",
             &deny,
             pod(json!({"nodeName": "old1"})),

@@ -164,6 +164,7 @@ fn what_a_daemonsets_controller_adds_is_not_judged() {
     let create = |tolerations: Value, owners: Option<&Value>| {
         let mut spec = inside();
         spec["tolerations"] = tolerations;
+        spec["hostNetwork"] = json!(true);
         let mut p = pod(spec);
         if let Some(o) = owners {
             p["metadata"]["ownerReferences"] = o.clone();
@@ -171,6 +172,24 @@ fn what_a_daemonsets_controller_adds_is_not_judged() {
         answer(&r, &admission("Pod", "CREATE", "team-a", p, None))
     };
     assert_eq!(create(given.clone(), Some(&daemon)), (true, String::new()));
+    // `network-unavailable` only to a host-network pod.
+    let mut pod_network = inside();
+    pod_network["tolerations"] = json!([{"key": "node.kubernetes.io/network-unavailable", "operator": "Exists", "effect": "NoSchedule"}]);
+    let mut p = pod(pod_network);
+    p["metadata"]["ownerReferences"] = daemon.clone();
+    assert!(!answer(&r, &admission("Pod", "CREATE", "team-a", p.clone(), None)).0);
+    // Added by an update, they are the author's: the controller gives them at CREATE only.
+    let mut added = p.clone();
+    added["spec"]["tolerations"] = json!([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]);
+    let mut before = p;
+    before["spec"]["tolerations"] = json!([]);
+    assert!(
+        !answer(
+            &r,
+            &admission("Pod", "UPDATE", "team-a", added, Some(before))
+        )
+        .0
+    );
     let (allowed, message) = create(given.clone(), None);
     assert!(!allowed);
     assert!(
