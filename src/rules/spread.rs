@@ -651,21 +651,12 @@ fn made_by_a_controller(t: &PodTemplate) -> bool {
             .any(|o| o.controller == Some(true))
 }
 
-fn owned_by_daemonset(t: &PodTemplate) -> bool {
-    t.meta
-        .owner_references
-        .as_deref()
-        .unwrap_or(&[])
-        .iter()
-        .any(|o| o.kind == "DaemonSet")
-}
-
 /// The default constraints for `t`, if it should get any.
 pub fn defaults(t: &PodTemplate, namespace: &str, cfg: &SpreadDefaults) -> Defaulting {
     if !cfg.enabled
         || cfg.constraints.is_empty()
         || t.kind == Kind::DaemonSet
-        || owned_by_daemonset(t)
+        || t.made_by_daemonset()
         || made_by_a_controller(t)
         || !t.spec.spread_constraints().is_empty()
         || cfg.exempt_namespaces.iter().any(|n| n == namespace)

@@ -505,7 +505,7 @@ fn defaulting_decisions() {
         (
             "a pod of a DaemonSet",
             Kind::Pod,
-            json!({"metadata": {"labels": {"app": "d"}, "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "1"}]}}),
+            json!({"metadata": {"labels": {"app": "d"}, "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "d", "uid": "1", "controller": true}]}}),
         ),
         (
             "a Deployment's ReplicaSet",
