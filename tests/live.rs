@@ -196,6 +196,20 @@ fn explain_and_audit_against_a_live_cluster() {
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(feasible(&r), vec!["node-a", "node-b"]);
     assert!(r.stderr.contains("bound to node-a"), "{}", r.stderr);
+    // A pod bound to a node the cluster does not have runs nowhere: said so.
+    created(&api, &pods, pod("stray", "0", json!({"nodeName": "ghost"})));
+    let r = pg(&admin, &["explain", "--pod", "stray"]);
+    assert!(
+        r.stderr.contains("placement-guard: note: the pod is bound to node \"ghost\", which the cluster does not have: it runs nowhere"),
+        "{}",
+        r.stderr
+    );
+    let (code, body) = api.curl(
+        "DELETE",
+        &format!("{pods}/stray?gracePeriodSeconds=0"),
+        None,
+    );
+    assert!(code == 200 || code == 202, "{body}");
     // A live pod placed on a dump's nodes: said so, since the two clusters may differ.
     let dump = std::env::temp_dir().join(format!("pg-live-dump-{}.json", std::process::id()));
     std::fs::write(

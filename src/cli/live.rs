@@ -192,13 +192,20 @@ pub fn explain(
                 &listed
             }
         };
+        let mut caveats = target.caveats;
         let results = match &target.bound {
             Some((node, pod)) if cluster.node_index(node).is_some() => {
                 let mut without = cluster.clone();
                 without.remove_pod(node, pod).map_err(|e| e.to_string())?;
                 filter::evaluate(&without, &target.template, &target.namespace)
             }
-            _ => filter::evaluate(cluster, &target.template, &target.namespace),
+            Some((node, _)) => {
+                caveats.push(format!(
+                    "the pod is bound to node {node:?}, which the cluster does not have: it runs nowhere, and the pod garbage collector deletes such pods"
+                ));
+                filter::evaluate(cluster, &target.template, &target.namespace)
+            }
+            None => filter::evaluate(cluster, &target.template, &target.namespace),
         };
         // With a dump, the cluster the pod came from may not be the one it is placed in: say so.
         let description = match (dump, source_is_live) {
@@ -211,7 +218,7 @@ pub fn explain(
         Ok(Explained {
             results,
             description,
-            caveats: target.caveats,
+            caveats,
         })
     })
 }
