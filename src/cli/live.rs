@@ -397,6 +397,22 @@ fn origin(kind: Kind, v: &Value) -> (String, String) {
     )
 }
 
+/// The reason a Failed pod's kubelet refused it at admission (`lifecycle.predicateAdmitHandler`:
+/// a predicate's name, or `OutOf<resource>`), if that is why it failed.
+fn kubelet_refusal(v: &Value) -> Option<&str> {
+    let reason = v["status"]["reason"].as_str()?;
+    let admission = reason.starts_with("OutOf")
+        || matches!(
+            reason,
+            "NodeAffinity"
+                | "NodeName"
+                | "NodePorts"
+                | "TaintToleration"
+                | "UnexpectedAdmissionError"
+        );
+    (v["status"]["phase"] == "Failed" && admission).then_some(reason)
+}
+
 fn audit_one(
     checker: &mut Checker,
     snapshot: Option<&Cluster>,
@@ -406,9 +422,20 @@ fn audit_one(
     owned: &mut usize,
     finished: &mut usize,
 ) {
-    // A finished pod holds no node and never runs again: nothing to act on.
+    // A finished pod holds no node and never runs again: its rules are not judged. One its
+    // node's kubelet refused at admission is a placement that failed: said so.
     if kind == Kind::Pod && matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
         *finished += 1;
+        if let Some(reason) = kubelet_refusal(&v) {
+            let (at, object) = origin(kind, &v);
+            let node = v["spec"]["nodeName"].as_str().unwrap_or("");
+            let message = v["status"]["message"].as_str().unwrap_or("");
+            checker.infeasible(
+                &at,
+                &object,
+                format!("the kubelet of node {node:?} refused the pod ({reason}): {message}"),
+            );
+        }
         return;
     }
     let (at, object) = origin(kind, &v);
@@ -552,6 +579,12 @@ mod tests {
                     "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
             ),
             (
+                Kind::Pod,
+                serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "refused", "namespace": "shop"},
+                    "spec": {"nodeName": "n1"}, "status": {"phase": "Failed", "reason": "OutOfcpu",
+                    "message": "Pod was rejected: Node didn't have enough resource: cpu, requested: 4000, used: 1000, capacity: 2000"}}),
+            ),
+            (
                 Kind::Deployment,
                 serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop", "uid": "d1"},
                     "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {}}}}),
@@ -568,19 +601,27 @@ mod tests {
                 &mut finished,
             );
         }
-        assert_eq!(finished, 1);
-        let found: Vec<(String, String)> = checker
+        assert_eq!(finished, 2);
+        let found: Vec<(String, String, String)> = checker
             .finish()
             .diagnostics
             .iter()
-            .map(|d| (d.file.clone(), d.rule.to_string()))
+            .map(|d| (d.file.clone(), d.rule.to_string(), d.message.clone()))
             .collect();
         assert_eq!(
             found,
-            [(
-                "shop/Deployment/web".to_string(),
-                "topology-spread-defaults".to_string()
-            )]
+            [
+                (
+                    "shop/Deployment/web".to_string(),
+                    "topology-spread-defaults".to_string(),
+                    "no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash]); maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash])".to_string()
+                ),
+                (
+                    "shop/Pod/refused".to_string(),
+                    "feasibility".to_string(),
+                    "the kubelet of node \"n1\" refused the pod (OutOfcpu): Pod was rejected: Node didn't have enough resource: cpu, requested: 4000, used: 1000, capacity: 2000".to_string()
+                ),
+            ]
         );
     }
 
