@@ -356,6 +356,26 @@ fn webhook_configuration_agrees_with_the_rules_applicability() {
         }
     }
     assert!(sent > 20, "only {sent} recorded requests are sent");
+    // Beyond the recordings: spread defaults are added to a Job at CREATE only (its template
+    // is immutable), to a CronJob at UPDATE too; the mutating webhook sends exactly those.
+    let mutating = find(&objs, "MutatingWebhookConfiguration")[0];
+    for (resource, op) in [
+        ("jobs", "CREATE"),
+        ("jobs", "UPDATE"),
+        ("cronjobs", "UPDATE"),
+    ] {
+        let req = serde_json::json!({"resource": {"group": "batch", "version": "v1", "resource": resource}, "operation": op});
+        let sends = mutating["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| rules_select(w, &req));
+        assert_eq!(
+            sends,
+            (resource, op) != ("jobs", "UPDATE"),
+            "{resource} {op}"
+        );
+    }
 }
 
 /// The base install keeps no RBAC rights and no token; only the cluster-aware component adds
