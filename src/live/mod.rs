@@ -118,14 +118,29 @@ async fn send(
     verb: &str,
     what: &str,
 ) -> Result<String, LiveError> {
-    match tokio::time::timeout(timeout, cl.client.request_text(req)).await {
-        Ok(r) => r.map_err(|e| explain_error(e, &cl.server, verb, what)),
-        Err(_) => Err(LiveError(format!(
-            "cannot {verb} {what}: the API server at {} did not answer within {}s",
-            cl.server,
-            timeout.as_secs()
-        ))),
-    }
+    send_raw(cl, req, timeout, verb, what)
+        .await?
+        .map_err(|e| explain_error(e, &cl.server, verb, what))
+}
+
+/// [`send`], with the API server's error as it came (a caller may look at its code); only a
+/// request that gets no answer in time is an error in our words.
+async fn send_raw(
+    cl: &Connection,
+    req: http::Request<Vec<u8>>,
+    timeout: Duration,
+    verb: &str,
+    what: &str,
+) -> Result<Result<String, kube::Error>, LiveError> {
+    tokio::time::timeout(timeout, cl.client.request_text(req))
+        .await
+        .map_err(|_| {
+            LiveError(format!(
+                "cannot {verb} {what}: the API server at {} did not answer within {}s",
+                cl.server,
+                timeout.as_secs()
+            ))
+        })
 }
 
 /// A progress line on stderr for listings that take more than a second; only on a terminal.
@@ -250,16 +265,11 @@ pub async fn namespace_exists(
         .get(ns, &Default::default())
         .map_err(|e| LiveError(format!("cannot build the request: {e}")))?;
     let what = format!("namespace {ns}");
-    match tokio::time::timeout(timeout, cl.client.request_text(req)).await {
-        Ok(Ok(_)) => Ok(Some(true)),
-        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(Some(false)),
-        Ok(Err(kube::Error::Api(s))) if s.code == 403 => Ok(None),
-        Ok(Err(e)) => Err(explain_error(e, &cl.server, "get", &what)),
-        Err(_) => Err(LiveError(format!(
-            "cannot get {what}: the API server at {} did not answer within {}s",
-            cl.server,
-            timeout.as_secs()
-        ))),
+    match send_raw(cl, req, timeout, "get", &what).await? {
+        Ok(_) => Ok(Some(true)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Some(false)),
+        Err(kube::Error::Api(s)) if s.code == 403 => Ok(None),
+        Err(e) => Err(explain_error(e, &cl.server, "get", &what)),
     }
 }
 
