@@ -278,6 +278,65 @@ fn affinity_objects_compare_as_pointers() {
     }
 }
 
+/// The copy-free check agrees with the apiserver's munging (kept in the problem path) on every
+/// pair of affinities built from absent, empty and set parts.
+#[test]
+fn rest_of_affinity_fast_path_agrees_with_munging() {
+    let node = [
+        None,
+        Some(json!({})),
+        Some(
+            required(json!([{"matchExpressions": [expr("a", "Exists", &[])]}]))["nodeAffinity"]
+                .clone(),
+        ),
+    ];
+    let pod = [
+        None,
+        Some(json!({})),
+        Some(json!({"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone"}]})),
+    ];
+    let mut affinities = vec![None];
+    for n in &node {
+        for p in &pod {
+            for a in &pod {
+                let mut v = json!({});
+                for (k, part) in [
+                    ("nodeAffinity", n),
+                    ("podAffinity", p),
+                    ("podAntiAffinity", a),
+                ] {
+                    if let Some(part) = part {
+                        v[k] = part.clone();
+                    }
+                }
+                affinities.push(Some(v));
+            }
+        }
+    }
+    let with = |a: &Option<Value>| {
+        spec(match a {
+            Some(a) => gated(json!({ "affinity": a })),
+            None => gated(json!({})),
+        })
+    };
+    let path = FieldPath::root().child("spec");
+    let mut refused = 0;
+    for o in &affinities {
+        for n in &affinities {
+            let (old, new) = (with(o), with(n));
+            let kept = rest_of_affinity_kept(&old, &new);
+            assert_eq!(
+                kept,
+                rest_of_affinity_problems(&old, &new, &path).is_empty(),
+                "old {o:?}, new {n:?}"
+            );
+            refused += usize::from(!kept);
+        }
+    }
+    // Both outcomes are exercised.
+    assert!(refused > 0 && refused < affinities.len() * affinities.len());
+}
+
 #[test]
 fn ungated_pods_may_not_change_directives() {
     let detail = "Forbidden: pod updates may not change nodeSelector or affinity unless the pod has scheduling gates (the old pod has none)";
