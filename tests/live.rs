@@ -469,6 +469,74 @@ fn explain_and_audit_against_a_live_cluster() {
         r.stderr
     );
     scheduler_semantics(&api);
+    deployment_mid_rollout(&api);
+}
+
+/// `explain deploy/NAME` places a new pod of the Deployment's current ReplicaSet: with
+/// `matchLabelKeys: [pod-template-hash]` its pods count and an older ReplicaSet's do not.
+fn deployment_mid_rollout(api: &ApiServer) {
+    let ns = "roll";
+    created(api, "/api/v1/namespaces", json!({"metadata": {"name": ns}}));
+    created(
+        api,
+        &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
+        json!({"metadata": {"name": "default"}}),
+    );
+    let template = |image: &str, hash: Option<&str>| {
+        let mut labels = json!({"app": "roll"});
+        if let Some(h) = hash {
+            labels["pod-template-hash"] = json!(h);
+        }
+        json!({"metadata": {"labels": labels},
+               "spec": {"containers": [{"name": "c", "image": image}],
+                        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "roll"}},
+                            "matchLabelKeys": ["pod-template-hash"]}]}})
+    };
+    let (code, deployment) = api.create(
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "roll"},
+               "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "roll"}},
+                        "template": template("nginx:2", None)}}),
+    );
+    assert_eq!(code, 201, "{deployment}");
+    // Its ReplicaSets as the controller leaves them mid-rollout (no controller-manager here):
+    // the current one (the Deployment's template) with a pod on node-b, the old one with two on
+    // node-a.
+    for (hash, image, nodes) in [
+        ("cur", "nginx:2", &["node-b"][..]),
+        ("old", "nginx:1", &["node-a", "node-a"][..]),
+    ] {
+        created(
+            api,
+            &format!("/apis/apps/v1/namespaces/{ns}/replicasets"),
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                   "metadata": {"name": format!("roll-{hash}"), "ownerReferences": [{"apiVersion": "apps/v1",
+                       "kind": "Deployment", "name": "roll", "uid": deployment["metadata"]["uid"], "controller": true}]},
+                   "spec": {"replicas": nodes.len(), "selector": {"matchLabels": {"app": "roll", "pod-template-hash": hash}},
+                            "template": template(image, Some(hash))}}),
+        );
+        for (i, node) in nodes.iter().enumerate() {
+            let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+                               "metadata": {"name": format!("roll-{hash}-{i}")}});
+            p["metadata"]["labels"] = template(image, Some(hash))["metadata"]["labels"].clone();
+            p["spec"] = template(image, Some(hash))["spec"].clone();
+            p["spec"]["nodeName"] = json!(node);
+            created(api, &format!("/api/v1/namespaces/{ns}/pods"), p);
+        }
+    }
+    // Counted with the current ReplicaSet's pod only: node-b holds one, so node-a (node-c is
+    // tainted). Counting every pod of the Deployment would leave no node; counting none, two.
+    let admin = api.kubeconfig(ADMIN_TOKEN, ns);
+    let r = pg(&admin, &["explain", "--pod", "deploy/roll", "-o", "json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(feasible(&r), vec!["node-a"], "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Deployment roll/roll: a new pod of its template (of its current ReplicaSet, pod-template-hash cur)"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// Two semantics a differential run against kube-scheduler v1.36.2 found, checked against the

@@ -13,7 +13,7 @@ use crate::ci::report::Report;
 use crate::core::cluster::Cluster;
 use crate::core::filter;
 use crate::core::snapshot::bound_pod;
-use crate::k8s::workload::{self, Kind, PodTemplate};
+use crate::k8s::workload::{self, Kind, PodTemplate, POD_TEMPLATE_HASH};
 use crate::live::{self, Connect, LiveError, Progress};
 use crate::rules::config::RuleSet;
 
@@ -128,6 +128,81 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
     })
 }
 
+/// A new pod of a live Deployment belongs to its current ReplicaSet and carries its
+/// pod-template-hash, which a `matchLabelKeys` entry merges into the pod's selector: set it, so
+/// the pods of that ReplicaSet count and those of earlier ones do not. Without it (no current
+/// ReplicaSet, or none readable) the pod is placed as the first of a new ReplicaSet, and a
+/// caveat says so.
+async fn with_current_hash(
+    conn: &live::Connection,
+    ns: &str,
+    deployment: &Value,
+    timeout: Duration,
+    target: &mut Target,
+) {
+    match current_template_hash(conn, ns, deployment, timeout).await {
+        Ok(Some(hash)) => {
+            target.template.set_carried_label(POD_TEMPLATE_HASH, &hash);
+            target.description.push_str(&format!(
+                " (of its current ReplicaSet, {POD_TEMPLATE_HASH} {hash})"
+            ));
+        }
+        Ok(None) => target.caveats.push(format!(
+            "the Deployment has no current ReplicaSet: its pod is placed as the first of a new one, so {POD_TEMPLATE_HASH} in matchLabelKeys counts none of the running pods"
+        )),
+        Err(e) => target.caveats.push(format!(
+            "cannot read the Deployment's ReplicaSets ({}): its pod is placed as the first of a new ReplicaSet, so {POD_TEMPLATE_HASH} in matchLabelKeys counts none of the running pods",
+            e.0
+        )),
+    }
+}
+
+/// The pod-template-hash of a live Deployment's current ReplicaSet, as the deployment
+/// controller finds it (`FindNewReplicaSet`): the oldest ReplicaSet it controls whose pod
+/// template, without that label, equals the Deployment's (`EqualIgnoreHash`; both come
+/// defaulted by the same API server, so their JSON compares).
+async fn current_template_hash(
+    conn: &live::Connection,
+    ns: &str,
+    deployment: &Value,
+    timeout: Duration,
+) -> Result<Option<String>, LiveError> {
+    let uid = deployment["metadata"]["uid"].as_str();
+    let want = &deployment["spec"]["template"];
+    // (creationTimestamp, hash): RFC 3339 in UTC, so text order is time order.
+    let mut oldest: Option<(String, String)> = None;
+    live::list_each(conn, Kind::ReplicaSet, Some(ns), timeout, |rs| {
+        let controlled = rs["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|o| {
+                o.iter()
+                    .any(|r| r["controller"] == true && r["uid"].as_str() == uid)
+            });
+        if !controlled {
+            return;
+        }
+        let mut template = rs["spec"]["template"].clone();
+        let hash = template["metadata"]["labels"]
+            .as_object_mut()
+            .and_then(|l| l.remove(POD_TEMPLATE_HASH));
+        let Some(Value::String(hash)) = hash else {
+            return;
+        };
+        if &template != want {
+            return;
+        }
+        let created = rs["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        if oldest.as_ref().is_none_or(|(c, _)| created < *c) {
+            oldest = Some((created, hash));
+        }
+    })
+    .await?;
+    Ok(oldest.map(|(_, hash)| hash))
+}
+
 /// What `explain` found, what it placed, and what its filters did not weigh.
 pub struct Explained {
     pub results: Vec<filter::NodeResult>,
@@ -178,7 +253,11 @@ pub fn explain(
                     }
                     Err(e) => return Err(e.0),
                 };
-                live_target(kind, name, &ns, &v)?
+                let mut target = live_target(kind, name, &ns, &v)?;
+                if kind == Kind::Deployment && target.template.merges_label(POD_TEMPLATE_HASH) {
+                    with_current_hash(&conn, &ns, &v, args.timeout(), &mut target).await;
+                }
+                target
             }
         };
         let listed;

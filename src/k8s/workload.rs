@@ -242,6 +242,45 @@ impl PodTemplate {
         }
         labels
     }
+
+    /// Sets a label the workload's controller adds to its pods, once known (a live Deployment's
+    /// current pod-template-hash), in place of [`GENERATED`].
+    pub fn set_carried_label(&mut self, key: &str, value: &str) {
+        let meta = self.template_meta.as_mut().unwrap_or(&mut self.meta);
+        meta.labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.to_string(), value.to_string());
+    }
+
+    /// Whether a spread constraint or a required pod (anti-)affinity term merges label `key`
+    /// of the pod into its selector (`matchLabelKeys`, `mismatchLabelKeys`).
+    pub fn merges_label(&self, key: &str) -> bool {
+        let named = |keys: &Option<Vec<String>>| keys.iter().flatten().any(|k| k == key);
+        let affinity = self.spec.affinity.as_ref();
+        let terms = affinity
+            .and_then(|a| a.pod_affinity.as_ref())
+            .and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .into_iter()
+            .chain(
+                affinity
+                    .and_then(|a| a.pod_anti_affinity.as_ref())
+                    .and_then(|p| {
+                        p.required_during_scheduling_ignored_during_execution
+                            .as_ref()
+                    }),
+            )
+            .flatten();
+        self.spec
+            .spread_constraints()
+            .iter()
+            .any(|c| named(&c.match_label_keys))
+            || terms
+                .into_iter()
+                .any(|t| named(&t.match_label_keys) || named(&t.mismatch_label_keys))
+    }
 }
 
 /// The tolerations a DaemonSet's controller gives each of its pods

@@ -268,9 +268,12 @@ pub struct PodState<'a> {
 impl<'a> PodState<'a> {
     /// PreFilter: `namespace` is the incoming pod's namespace.
     pub fn new(cluster: &'a Cluster, pod: &'a PodTemplate, namespace: &str) -> PodState<'a> {
-        // The labels its pods will carry (a Job's include those the apiserver adds).
-        let labels = pod.pod_labels();
-        let labels = labels.as_ref();
+        // The labels its pods will carry: a Job's include those the apiserver adds, and a
+        // workload's those its controller adds (a Deployment's pod-template-hash), so that
+        // `matchLabelKeys: [pod-template-hash]` counts only the new pod's ReplicaSet, as
+        // kube-scheduler does, and not the pods of the ReplicaSets before it.
+        let labels = pod.carried_labels();
+        let labels = &labels;
         let spec = &pod.spec;
         let node_side = NodeSide::new(spec);
         let bound = node_side.bound;

@@ -573,6 +573,42 @@ fn an_empty_spread_selector_counts_no_pods_as_in_v1_36() {
     );
 }
 
+/// A workload's new pod carries the labels its controller adds: with `matchLabelKeys:
+/// [pod-template-hash]` (what `/mutate` defaults), the pods of earlier ReplicaSets are not
+/// counted, as kube-scheduler merges the new pod's own hash into the selector.
+#[test]
+fn a_deployment_template_spreads_only_over_its_own_replicaset() {
+    let web = |hash: &str| bound("default", &[("app", "web"), ("pod-template-hash", hash)]);
+    let c = cluster(
+        vec![node("n1", &[]), node("n2", &[])],
+        vec![("n1", web("old")), ("n1", web("old"))],
+    );
+    let deployment = |keys: Value| {
+        parse_value(
+            Kind::Deployment,
+            &json!({"metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"selector": {"matchLabels": {"app": "web"}},
+                             "template": {"metadata": {"labels": {"app": "web"}},
+                                          "spec": {"topologySpreadConstraints": [spread(HOST, 1, json!({
+                                              "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": keys}))]}}}}),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        feasible(&c, &deployment(json!(["pod-template-hash"]))),
+        names(&["n1", "n2"])
+    );
+    // Without matchLabelKeys every pod of the Deployment counts, whatever its ReplicaSet.
+    assert_eq!(feasible(&c, &deployment(json!([]))), names(&["n2"]));
+    // A pod of the Deployment, created by its ReplicaSet, counts with its own ReplicaSet's pods.
+    let mine = pod(
+        json!({"app": "web", "pod-template-hash": "old"}),
+        json!({"topologySpreadConstraints": [spread(HOST, 1, json!({
+            "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["pod-template-hash"]}))]}),
+    );
+    assert_eq!(feasible(&c, &mine), names(&["n2"]));
+}
+
 #[test]
 fn topology_spread_details() {
     let foo = |ns: &str| bound(ns, &[("foo", "bar")]);
