@@ -219,10 +219,15 @@ pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives)
         // Only a refused change's hint asks (it costs more than the checks: with node
         // affinity, about 9k instructions a review).
         let tightening = || {
-            pod_constraint_implies(
+            let (n, o) = (
                 (new.node_selector(), required_terms(new_na)),
                 (old.node_selector(), required_terms(old_na)),
-            )
+            );
+            match (pod_constraint_implies(n, o), pod_constraint_implies(o, n)) {
+                (true, true) => Narrowing::Same,
+                (true, false) => Narrowing::Narrower,
+                _ => Narrowing::Other,
+            }
         };
         if selector_changed {
             out.extend(check_node_selector(
@@ -241,6 +246,17 @@ pub fn check(old: &PodSpec, new: &PodSpec, user: &User, cfg: &MutableDirectives)
         out.extend(check_ungated(old, new, &spec));
     }
     out
+}
+
+/// What a refused change does to the nodes the pod may use, for its hint.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Narrowing {
+    /// A strict subset of them: a tightening in a form Kubernetes refuses.
+    Narrower,
+    /// The same nodes (the rest of the selection already decided them).
+    Same,
+    /// Others, or more.
+    Other,
 }
 
 fn user_allowed(user: &User, allowed: &[String]) -> bool {
@@ -316,7 +332,7 @@ fn check_gates(old: &PodSpec, new: &PodSpec, spec: &FieldPath) -> Vec<Problem> {
 fn check_node_selector(
     old: &PodSpec,
     new: &PodSpec,
-    tightening: &dyn Fn() -> bool,
+    tightening: &dyn Fn() -> Narrowing,
     path: &FieldPath,
 ) -> Option<Problem> {
     let new_sel = new.node_selector();
@@ -330,10 +346,10 @@ fn check_node_selector(
     let tightening = tightening();
     let mut lost = Vec::new();
     let mut explain = Vec::new();
-    let advice = if tightening {
-        "narrower, but keep the key: add keys or affinity".to_string()
-    } else {
-        "while gated you may only add keys".to_string()
+    let advice = match tightening {
+        Narrowing::Narrower => "narrower, but keep the key: add keys or affinity",
+        Narrowing::Same => "the same nodes, but keep the key",
+        Narrowing::Other => "while gated you may only add keys",
     };
     for (k, v) in old.node_selector() {
         match new_sel.get(k) {
@@ -361,9 +377,14 @@ fn check_node_selector(
         .map(|(k, v)| format!("{:?}", format!("{k}={v}")))
         .collect();
     let (lost, keep) = (few(&lost), few(&keep));
-    let hint = if tightening {
+    let hint = if tightening == Narrowing::Narrower {
         format!(
             "{}: the new directives select a subset of the old nodes (a tightening), but in a form Kubernetes refuses; keep {} in spec.nodeSelector and narrow by adding keys or appending node affinity requirements",
+            lost, keep
+        )
+    } else if tightening == Narrowing::Same {
+        format!(
+            "{}: the new directives select the same nodes as the old, but in a form Kubernetes refuses; keep {} in spec.nodeSelector",
             lost, keep
         )
     } else {
@@ -420,7 +441,7 @@ fn term_only_adds(new: &NodeSelectorTerm, old: &NodeSelectorTerm) -> bool {
 fn check_node_affinity(
     old: Option<&NodeAffinity>,
     new: Option<&NodeAffinity>,
-    tightening: &dyn Fn() -> bool,
+    tightening: &dyn Fn() -> Narrowing,
     path: &FieldPath,
 ) -> Vec<Problem> {
     let Some(old_terms) = required_terms(old) else {
@@ -463,10 +484,16 @@ fn check_node_affinity(
 fn terms_count_hint(
     old: &[NodeSelectorTerm],
     new: &[NodeSelectorTerm],
-    tightening: bool,
+    tightening: Narrowing,
 ) -> (String, String) {
     let (o, n) = (old.len(), new.len());
-    if tightening {
+    if tightening == Narrowing::Same {
+        return (
+            format!("this selects the same nodes as before (the rest of the pod's node selection already decides them), but the number of terms of a gated pod is fixed at {o}; keep the {o} term(s) as they were"),
+            format!("nodeSelectorTerms: {o} terms became {n}, selecting the same nodes; the count is fixed while gated, keep the terms as they were"),
+        );
+    }
+    if tightening == Narrowing::Narrower {
         if let Some(only) = <&[_; 1]>::try_from(new)
             .ok()
             .and_then(|[t]| Term::from_api(t))

@@ -533,6 +533,22 @@ fn refused_updates_explain_the_legal_form() {
             json!({}),
         ),
         (
+            "required node affinity dropped where the nodeSelector already decides the nodes",
+            gated(
+                json!({"nodeSelector": {"zone": "a"}, "affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))}),
+            ),
+            gated(json!({"nodeSelector": {"zone": "a"}, "affinity": {"nodeAffinity": {}}})),
+        ),
+        (
+            "a term ORed in where the nodeSelector already decides the nodes",
+            gated(
+                json!({"nodeSelector": {"zone": "a"}, "affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))}),
+            ),
+            gated(
+                json!({"nodeSelector": {"zone": "a"}, "affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}, {"matchExpressions": [expr("zone", "In", &["c"])]}]))}),
+            ),
+        ),
+        (
             "term rewritten with an unknown operator",
             gated(
                 json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))}),
