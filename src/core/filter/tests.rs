@@ -683,6 +683,19 @@ fn topology_spread_details() {
         "default",
     );
     assert_eq!(results[3].reasons[0].message, REASON_SPREAD_MISSING_LABEL);
+    // With fewer domains than minDomains the counts alone do not explain the skew: said so.
+    let results = evaluate(
+        &c,
+        &pod(
+            me.clone(),
+            json!({"topologySpreadConstraints": [spread(ZONE, 2, json!({"minDomains": 3}))]}),
+        ),
+        "default",
+    );
+    assert_eq!(
+        results[0].reasons[0].detail.as_deref(),
+        Some("topology.kubernetes.io/zone: a: 2, b: 0; 2 eligible domain(s), fewer than minDomains 3, so the minimum counts as 0; skew 3 here, maxSkew 2")
+    );
 
     // nodeTaintsPolicy Honor: a tainted zone is not a domain, so it cannot hold the minimum down.
     let c = cluster(

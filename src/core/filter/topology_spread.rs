@@ -21,6 +21,8 @@ struct Constraint<'a> {
     counts: HashMap<&'a str, i64>,
     /// The global minimum, or `None` when no node is eligible.
     min: Option<i64>,
+    /// `minDomains` when there are fewer eligible domains: the minimum was then taken as 0.
+    short_of: Option<i32>,
 }
 
 pub(super) struct PodTopologySpread<'a> {
@@ -75,6 +77,7 @@ impl<'a> PodTopologySpread<'a> {
                 self_match: selector.as_ref().is_some_and(|s| s.matches(pod_labels)),
                 counts: HashMap::new(),
                 min: None,
+                short_of: None,
             });
         }
         if !out.is_empty() {
@@ -111,8 +114,9 @@ impl<'a> PodTopologySpread<'a> {
                 let domains = s.counts.len() as i64;
                 s.min = s.counts.values().min().copied();
                 // Fewer eligible domains than minDomains: the global minimum counts as 0.
-                if c.min_domains.is_some_and(|m| domains < i64::from(m)) {
+                if let Some(m) = c.min_domains.filter(|&m| domains < i64::from(m)) {
                     s.min = Some(0);
+                    s.short_of = Some(m);
                 }
             }
         }
@@ -134,10 +138,17 @@ impl<'a> PodTopologySpread<'a> {
                 domains.sort();
                 let counts: Vec<String> =
                     domains.iter().map(|(d, n)| format!("{d}: {n}")).collect();
+                // Otherwise the skew does not follow from the counts shown.
+                let short = s.short_of.map_or(String::new(), |m| {
+                    format!(
+                        "; {} eligible domain(s), fewer than minDomains {m}, so the minimum counts as 0",
+                        domains.len()
+                    )
+                });
                 return Some((
                     REASON_SPREAD,
                     Some(format!(
-                        "{}: {}; skew {skew} here, maxSkew {}",
+                        "{}: {}{short}; skew {skew} here, maxSkew {}",
                         s.key,
                         counts.join(", "),
                         s.max_skew
