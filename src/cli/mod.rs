@@ -6,7 +6,7 @@ pub mod live;
 mod logwriter;
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -106,6 +106,23 @@ pub struct ReportArgs {
 }
 
 /// Where a local client reaches a server bound to `a` (a wildcard address: over loopback).
+/// The line that names a generated certificate and how to try the server with it. An ephemeral
+/// port (`:0`) is known only once bound: the hint then points at the line that gives it.
+fn dev_cert_hint(cert: &Path, bound: Option<std::net::SocketAddr>, addr: &str) -> String {
+    let cert = cert.display();
+    match bound {
+        Some(a) if a.port() == 0 => {
+            let host = local_url_host(a);
+            let host = host.strip_suffix(":0").unwrap_or(&host);
+            format!("dev certificate: {cert} (try: curl --cacert {cert} https://{host}:PORT/healthz, with PORT from the \"listening on\" line)")
+        }
+        _ => format!(
+            "dev certificate: {cert} (try: curl --cacert {cert} https://{}/healthz)",
+            bound.map_or_else(|| addr.to_string(), local_url_host)
+        ),
+    }
+}
+
 fn local_url_host(a: std::net::SocketAddr) -> String {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
     let ip = match a.ip() {
@@ -403,12 +420,7 @@ pub fn run() -> ExitCode {
                         .unwrap_or_else(|| std::env::temp_dir().join("placement-guard-dev"));
                     match tls::generate_dev_cert(&dir) {
                         Ok(pair) => {
-                            outln!(
-                                "dev certificate: {} (try: curl --cacert {} https://{}/healthz)",
-                                pair.cert.display(),
-                                pair.cert.display(),
-                                bound.map_or_else(|| addr.clone(), local_url_host)
-                            );
+                            outln!("{}", dev_cert_hint(&pair.cert, bound, &addr));
                             pair
                         }
                         Err(e) => {
@@ -1043,4 +1055,32 @@ fn init_logging(format: LogFormat) -> logwriter::Guard {
         LogFormat::Json => builder.json().try_init(),
     };
     guard
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dev_certificate_hint_names_a_reachable_url() {
+        let cert = Path::new("/tmp/d/tls.crt");
+        let hint = |addr: &str| {
+            let bound = std::net::ToSocketAddrs::to_socket_addrs(addr)
+                .ok()
+                .and_then(|mut a| a.next());
+            dev_cert_hint(cert, bound, addr)
+        };
+        assert_eq!(
+            hint("0.0.0.0:8443"),
+            "dev certificate: /tmp/d/tls.crt (try: curl --cacert /tmp/d/tls.crt https://127.0.0.1:8443/healthz)"
+        );
+        assert_eq!(
+            hint("[::]:8443"),
+            "dev certificate: /tmp/d/tls.crt (try: curl --cacert /tmp/d/tls.crt https://[::1]:8443/healthz)"
+        );
+        assert_eq!(
+            hint("127.0.0.1:0"),
+            "dev certificate: /tmp/d/tls.crt (try: curl --cacert /tmp/d/tls.crt https://127.0.0.1:PORT/healthz, with PORT from the \"listening on\" line)"
+        );
+    }
 }
