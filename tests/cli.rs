@@ -322,6 +322,27 @@ fn check_bad_usage_or_no_readable_input_exits_2() {
         let r = run(&["check", "--allow-empty", "-"], Some(empty));
         assert_eq!(r.code, 0, "{}", r.stderr);
     }
+    // Nor do documents that are not Kubernetes objects (a chart's Chart.yaml, values.yaml).
+    let chart = b"apiVersion: v2\nname: web\nversion: 0.1.0\n---\nreplicaCount: 2\n";
+    let r = run(&["check", "-"], Some(&chart[..]));
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert_eq!(r.stderr.trim(), "placement-guard: no Kubernetes objects in the input, only 2 document(s) without apiVersion and kind (first: <stdin>:1; a Helm chart? check `helm template` output); pass --allow-empty if that is expected");
+    // Beside objects they are named in a note, not counted as objects skipped.
+    let mixed = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\nreplicaCount: 2\n";
+    let r = run(&["check", "-"], Some(&mixed[..]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("1 other object(s) skipped"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains(
+            "note: 1 document(s) without apiVersion and kind not checked (first: <stdin>:5)"
+        ),
+        "{}",
+        r.stderr
+    );
     let empty = temp_dir("empty");
     let r = run(&["check", empty.to_str().unwrap()], None);
     assert_eq!(r.code, 2);

@@ -344,6 +344,12 @@ impl Checker {
             self.spreads.push((file.to_string(), obj));
             return;
         }
+        if api.is_empty() || kind_name.is_empty() {
+            self.report
+                .kindless
+                .push(format!("{file}:{}", obj.start().line));
+            return;
+        }
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
             // OpenKruise's workloads are not judged, but may be a WorkloadSpread's target.
             self.targets.add(v);

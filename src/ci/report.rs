@@ -89,6 +89,10 @@ pub struct Report {
     /// What was not checked and why, for stderr (not findings: nothing is wrong with the input).
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// Documents without apiVersion or kind (a Helm chart's Chart.yaml, values.yaml): not
+    /// Kubernetes objects, so an input of nothing else still has "no objects".
+    #[serde(skip)]
+    pub kindless: Vec<String>,
 }
 
 impl Report {

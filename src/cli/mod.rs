@@ -681,7 +681,7 @@ fn run_check(run: CheckRun) -> ExitCode {
             Err(e) => checker.unreadable(&i.name, e),
         }
     }
-    let report = checker.finish();
+    let mut report = checker.finish();
     let unreadable: Vec<&crate::ci::report::Diagnostic> = report
         .diagnostics
         .iter()
@@ -694,9 +694,19 @@ fn run_check(run: CheckRun) -> ExitCode {
         return fail("no input could be read");
     }
     if report.objects + report.skipped == 0 && report.diagnostics.is_empty() && !run.allow_empty {
-        return fail(
-            "no objects in the input (an empty file or stream); pass --allow-empty if that is expected",
-        );
+        return fail(match report.kindless.first() {
+            Some(first) => format!(
+                "no Kubernetes objects in the input, only {} document(s) without apiVersion and kind (first: {first}; a Helm chart? check `helm template` output); pass --allow-empty if that is expected",
+                report.kindless.len()
+            ),
+            None => "no objects in the input (an empty file or stream); pass --allow-empty if that is expected".to_string(),
+        });
+    }
+    if let Some(first) = report.kindless.first() {
+        report.notes.push(format!(
+            "{} document(s) without apiVersion and kind not checked (first: {first})",
+            report.kindless.len()
+        ));
     }
     if !run.report.quiet {
         for n in &report.notes {
