@@ -580,7 +580,6 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
     }
     // Kruise keys every Adaptive check on the presence of the `adaptive` block.
     if let Some(adaptive) = &st.adaptive {
-        let seconds = json!(adaptive.reschedule_critical_seconds);
         if kind != "Adaptive" {
             out.push(err(FieldError::invalid(
                 stp.child("type"),
@@ -590,11 +589,29 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
         }
         let count = ws.subsets.len();
         // Kruise tests that the last subset has a maxReplicas at all, valid or not.
-        if count > 1 && ws.subsets.last().is_some_and(|s| s.max_replicas.is_some()) {
+        // Reported where Kruise reports it, with the block as its value, and naming the field
+        // to remove: the value alone would point at the wrong place.
+        if let Some(cap) = ws
+            .subsets
+            .last()
+            .filter(|_| count > 1)
+            .and_then(|s| s.max_replicas.as_ref())
+        {
+            let mut block = serde_json::Map::new();
+            if let Some(secs) = adaptive.reschedule_critical_seconds {
+                block.insert("rescheduleCriticalSeconds".into(), json!(secs));
+            }
+            if let Some(off) = adaptive.disable_simulation_schedule {
+                block.insert("disableSimulationSchedule".into(), json!(off));
+            }
             out.push(err(FieldError::invalid(
                 stp.child("adaptive"),
-                seconds,
-                "with the adaptive strategy the last subset takes the rest and has no maxReplicas",
+                Value::Object(block),
+                format!(
+                    "with the adaptive strategy the last subset takes the rest and has no maxReplicas: remove {} ({})",
+                    spec.child("subsets").index(count - 1).child("maxReplicas"),
+                    json!(cap)
+                ),
             )));
         }
         let limit = if count > 1 {

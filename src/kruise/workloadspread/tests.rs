@@ -174,7 +174,7 @@ fn validation_table() {
             "Adaptive: last subset uncapped, rescheduleCriticalSeconds bounded by 295/(n-1)",
             ws("v1alpha1", json!([{"name": "a", "maxReplicas": 1}, {"name": "b", "maxReplicas": 1}, {"name": "c", "maxReplicas": 1}]), json!({"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 148}}})),
             vec![
-                "Error spec.scheduleStrategy.adaptive: Invalid value: 148: with the adaptive strategy the last subset takes the rest and has no maxReplicas",
+                "Error spec.scheduleStrategy.adaptive: Invalid value: {\"rescheduleCriticalSeconds\":148}: with the adaptive strategy the last subset takes the rest and has no maxReplicas: remove spec.subsets[2].maxReplicas (1)",
                 "Error spec.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: 148: must be between 0 and 147 with 3 subset(s)",
             ],
         ),
@@ -184,7 +184,7 @@ fn validation_table() {
             ws("v1alpha1", json!([{"name": "a"}, {"name": "b", "maxReplicas": "101%"}]), json!({"scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 10}}})),
             vec![
                 "Error spec.subsets[1].maxReplicas: Invalid value: \"101%\": must be a whole percentage between 0% and 100%, e.g. \"20%\"",
-                "Error spec.scheduleStrategy.adaptive: Invalid value: 10: with the adaptive strategy the last subset takes the rest and has no maxReplicas",
+                "Error spec.scheduleStrategy.adaptive: Invalid value: {\"rescheduleCriticalSeconds\":10}: with the adaptive strategy the last subset takes the rest and has no maxReplicas: remove spec.subsets[1].maxReplicas (\"101%\")",
             ],
         ),
         (
