@@ -349,6 +349,17 @@ fn check_bad_usage_or_no_readable_input_exits_2() {
     assert!(r.stderr.contains("no manifests found"), "{}", r.stderr);
     let r = run(&["check", "-o", "yaml", "-"], Some(b""));
     assert_eq!(r.code, 2);
+    // Nothing readable: exit 2, and a machine-read report is still written, with the finding.
+    for (format, want) in [
+        ("json", "\"rule\": \"unreadable\""),
+        ("sarif", "\"ruleId\": \"unreadable\""),
+    ] {
+        let r = run(&["check", "-o", format, "-"], Some(b"kind: \x80\x81bad"));
+        assert_eq!(r.code, 2, "{format}");
+        assert!(r.stdout.contains(want), "{format}: {}", r.stdout);
+        serde_json::from_str::<serde_json::Value>(&r.stdout).unwrap();
+        assert!(r.stderr.contains("no input could be read"), "{}", r.stderr);
+    }
     std::fs::remove_dir_all(empty).ok();
 }
 

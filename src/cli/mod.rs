@@ -682,14 +682,20 @@ fn run_check(run: CheckRun) -> ExitCode {
         }
     }
     let mut report = checker.finish();
-    let unreadable: Vec<&crate::ci::report::Diagnostic> = report
+    let unreadable: Vec<String> = report
         .diagnostics
         .iter()
         .filter(|d| d.rule == crate::ci::check::RULE_UNREADABLE)
+        .map(|d| format!("{}: {}", d.file, d.message))
         .collect();
     if !inputs.is_empty() && report.objects == 0 && unreadable.len() == inputs.len() {
+        // A machine-read report is still written (with the unreadable findings), so a step
+        // that uploads it gets a valid file; the exit status says the run failed.
+        if !matches!(run.report.output, Output::Text) {
+            let _ = render_report(report, run.report);
+        }
         for d in unreadable {
-            eprintln!("placement-guard: {}: {}", d.file, d.message);
+            eprintln!("placement-guard: {d}");
         }
         return fail("no input could be read");
     }
