@@ -1223,3 +1223,29 @@ fn yaml_dumps_are_parsed_on_two_threads_kept_for_the_process() {
     }
     assert_eq!(parsers(), 2);
 }
+
+/// A NAME beside a dump is still read from the live cluster; without one, the error says how
+/// to explain an object of the dump instead.
+#[test]
+fn explain_by_name_beside_a_dump_without_a_cluster_says_how_to_use_the_dump() {
+    let home = temp_dir("no-kubeconfig");
+    let dump = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/explain/cluster.yaml");
+    let out = Command::new(BIN)
+        .args(["explain", "--cluster", dump, "--pod", "deploy/web"])
+        .env("KUBECONFIG", home.join("missing"))
+        .env("HOME", &home)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("placement-guard: no cluster to talk to: "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.trim_end().ends_with(&format!("; --pod deploy/web is read from the live cluster even with --cluster: to explain an object of the dump, give it as a file: yq '.items[] | select(.kind == \"Deployment\" and .metadata.name == \"web\")' {dump} > pod.json")),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(home).ok();
+}

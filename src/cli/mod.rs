@@ -1005,6 +1005,21 @@ fn run_explain(
                 note_caveats(&explained.caveats);
                 explained.results
             }
+            // A NAME is read from the API server even beside a dump: say how to place one
+            // of the dump's own pods instead.
+            Err(e) if dump.is_some() && e.starts_with("no cluster to talk to") => {
+                let (kind, name) =
+                    crate::live::parse_ref(pod).map_or(("Pod", pod), |(k, n)| (k.name(), n));
+                let file = cluster.map_or(String::new(), |c| c.display().to_string());
+                let tool = if file.ends_with(".yaml") || file.ends_with(".yml") {
+                    "yq"
+                } else {
+                    "jq"
+                };
+                return fail(format!(
+                    "{e}; --pod {pod} is read from the live cluster even with --cluster: to explain an object of the dump, give it as a file: {tool} '.items[] | select(.kind == \"{kind}\" and .metadata.name == \"{name}\")' {file} > pod.json"
+                ));
+            }
             Err(e) => return fail(e),
         },
     };
