@@ -116,16 +116,21 @@ impl Rule for HardAntiAffinityRule {
     }
 
     fn check_settings(s: &HardAntiAffinity, path: &FieldPath) -> Vec<FieldError> {
+        // A topology key is a node label key: anything else can never match.
         s.allowed_topology_keys
             .iter()
             .enumerate()
-            .filter(|(_, k)| k.is_empty())
-            .map(|(i, _)| {
-                FieldError::invalid(
-                    path.child("allowedTopologyKeys").index(i),
-                    serde_json::json!(""),
-                    "a topology key may not be empty",
-                )
+            .flat_map(|(i, k)| {
+                let at = path.child("allowedTopologyKeys").index(i);
+                if k.is_empty() {
+                    vec![FieldError::invalid(
+                        at,
+                        serde_json::json!(""),
+                        "a topology key may not be empty",
+                    )]
+                } else {
+                    crate::k8s::validation::validate_label_name(k, &at)
+                }
             })
             .collect()
     }

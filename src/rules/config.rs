@@ -74,6 +74,15 @@ impl RuleSet {
         let rules: RuleSet = match parsed {
             Ok(r) => r,
             Err(e) => {
+                // The typed reader stops at the first field it refuses; a syntax error after it
+                // is what the user must fix first (a repeated key keeps the typed reader's path).
+                let e = match serde_saphyr::from_str::<serde::de::IgnoredAny>(text) {
+                    Err(syntax) if !syntax.to_string().contains("duplicate mapping key") => {
+                        path.clear();
+                        syntax
+                    }
+                    _ => e,
+                };
                 let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
                 let bare = bare_message(&e.to_string());
                 // The parser's words for a repeated key end with its own option; say it as the
@@ -363,6 +372,11 @@ mod tests {
                 "r.yaml:4:1: a rule file is one YAML document; remove this `---` and what follows, or merge it into the first",
             ),
             (
+                // A syntax error outranks the unknown field before it.
+                format!("{head}    bogus: 1\n    allowedUsers: [alice\n"),
+                "r.yaml:6:19: unclosed bracket '['",
+            ),
+            (
                 "apiVersion: v1\nkind: RuleSet\n".to_string(),
                 r#"r.yaml:1:1: apiVersion: Unsupported value: "v1": supported values: "placement-guard.io/v1alpha1""#,
             ),
@@ -370,7 +384,7 @@ mod tests {
                 "apiVersion: placement-guard.io/v1alpha1\nkind: Policy\n".to_string(),
                 r#"r.yaml:2:1: kind: Unsupported value: "Policy": supported values: "RuleSet""#,
             ),
-            ("spec: [\n".to_string(), "r.yaml:1:7: spec: expected a mapping of fields (`key: value`)"),
+            ("spec: [\n".to_string(), "r.yaml:1:7: unclosed bracket '['"),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    clusterScope: block\n".to_string(),
                 "r.yaml:5:19: spec.hardAntiAffinity.clusterScope: unknown variant `block`, expected one of deny, warn, allow",
@@ -390,6 +404,14 @@ mod tests {
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    allowedTopologyKeys: [\"\"]\n".to_string(),
                 r#"r.yaml:5:27: spec.hardAntiAffinity.allowedTopologyKeys[0]: Invalid value: "": a topology key may not be empty"#,
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    allowedTopologyKeys: [zone, \"Not A Key\"]\n".to_string(),
+                r#"r.yaml:5:33: spec.hardAntiAffinity.allowedTopologyKeys[1]: Invalid value: "Not A Key": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#,
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - name: p\n      namespaces: [team-a, \"team-[\"]\n      forbiddenNodes: [{matchExpressions: [{key: gpu, operator: Exists}]}]\n".to_string(),
+                r#"r.yaml:7:28: spec.nodeSelection.policies[0].namespaces[1]: Invalid value: "team-[": matches no namespace: a name or glob has lowercase letters, digits, '-', and the wildcards '*' (any run) and '?' (one character)"#,
             ),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nkind: RuleSet\n".to_string(),

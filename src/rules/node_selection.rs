@@ -163,6 +163,18 @@ impl Rule for NodeSelectionRule {
                     "the namespaces (names or globs such as \"team-*\") this policy applies to",
                 ));
             }
+            // A namespace name is a DNS label: a pattern with other characters never matches,
+            // and the policy would quietly apply nowhere.
+            for (j, n) in p.namespaces.iter().enumerate() {
+                let fits = |c: char| matches!(c, 'a'..='z' | '0'..='9' | '-' | '*' | '?');
+                if n.is_empty() || !n.chars().all(fits) {
+                    out.push(FieldError::invalid(
+                        pp.child("namespaces").index(j),
+                        json!(n),
+                        "matches no namespace: a name or glob has lowercase letters, digits, '-', and the wildcards '*' (any run) and '?' (one character)",
+                    ));
+                }
+            }
             if p.forbidden_nodes.is_empty()
                 && p.required_nodes.is_empty()
                 && p.allowed_tolerations.is_none()
