@@ -693,7 +693,7 @@ mod tests {
                 (
                     "shop/Deployment/web".to_string(),
                     "topology-spread-defaults".to_string(),
-                    "no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash]); maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash])".to_string()
+                    "no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname, maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash])".to_string()
                 ),
                 (
                     "shop/Pod/refused".to_string(),

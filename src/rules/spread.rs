@@ -341,31 +341,42 @@ fn patch(path: FieldPath, op: AddOp, described: Option<&[TopologySpreadConstrain
 }
 
 fn describe_constraints(cs: &[TopologySpreadConstraint]) -> String {
-    cs.iter()
-        .map(|c| {
-            let sel = c
-                .label_selector
-                .as_ref()
-                .and_then(|s| s.match_labels.as_ref())
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                })
-                .unwrap_or_default();
-            let keys = c
-                .match_label_keys
-                .as_ref()
-                .map(|k| format!(" + matchLabelKeys [{}]", k.join(",")))
-                .unwrap_or_default();
-            format!(
-                "maxSkew {} on {} ({}, selecting {sel}{keys})",
-                c.max_skew, c.topology_key, c.when_unsatisfiable
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
+    let selecting = |c: &TopologySpreadConstraint| {
+        let sel = c
+            .label_selector
+            .as_ref()
+            .and_then(|s| s.match_labels.as_ref())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        let keys = c
+            .match_label_keys
+            .as_ref()
+            .map(|k| format!(" + matchLabelKeys [{}]", k.join(",")))
+            .unwrap_or_default();
+        format!("{}, selecting {sel}{keys}", c.when_unsatisfiable)
+    };
+    let skews = |cs: &[TopologySpreadConstraint]| {
+        cs.iter()
+            .map(|c| format!("maxSkew {} on {}", c.max_skew, c.topology_key))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Defaults select alike: said once, the line stays readable in CI output.
+    match cs.split_first() {
+        Some((first, rest)) if rest.iter().all(|c| selecting(c) == selecting(first)) => {
+            format!("{} ({})", skews(cs), selecting(first))
+        }
+        _ => cs
+            .iter()
+            .map(|c| format!("{} ({})", skews(std::slice::from_ref(c)), selecting(c)))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 pub const SKIP_ANNOTATION: &str = "placement-guard.io/spread-defaults";

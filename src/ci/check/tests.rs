@@ -488,7 +488,7 @@ fn check_describes_the_patch_the_webhook_only_sends() {
         d,
         [(
             "topology-spread-defaults",
-            "no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash]); maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash])",
+            "no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname, maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash])",
             Some("set topologySpreadConstraints yourself, or annotate the object with placement-guard.io/spread-defaults: \"skip\""),
         )]
     );

@@ -672,3 +672,21 @@ fn spread_warnings_count_the_labels_a_controller_adds() {
         ]
     );
 }
+
+/// Constraints that select alike are described with one selector; others each with its own.
+#[test]
+fn added_constraints_are_described_once_per_selector() {
+    let c = |key: &str, skew: i32, when: &str| -> TopologySpreadConstraint {
+        serde_json::from_value(json!({"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": "web"}}, "matchLabelKeys": ["pod-template-hash"]}))
+        .unwrap()
+    };
+    assert_eq!(
+        describe_constraints(&[c("h", 3, "ScheduleAnyway"), c("z", 5, "ScheduleAnyway")]),
+        "maxSkew 3 on h, maxSkew 5 on z (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash])"
+    );
+    assert_eq!(
+        describe_constraints(&[c("h", 1, "DoNotSchedule"), c("z", 5, "ScheduleAnyway")]),
+        "maxSkew 1 on h (DoNotSchedule, selecting app=web + matchLabelKeys [pod-template-hash]); maxSkew 5 on z (ScheduleAnyway, selecting app=web + matchLabelKeys [pod-template-hash])"
+    );
+}
