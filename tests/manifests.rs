@@ -146,13 +146,19 @@ fn every_workload_kind_is_sent_to_validation() {
     let mut resources = BTreeSet::new();
     for w in cfg["webhooks"].as_array().unwrap() {
         for r in w["rules"].as_array().unwrap() {
-            for res in r["resources"].as_array().unwrap() {
-                resources.insert(res.as_str().unwrap().to_string());
+            for group in r["apiGroups"].as_array().unwrap() {
+                for res in r["resources"].as_array().unwrap() {
+                    resources.insert((
+                        group.as_str().unwrap().to_string(),
+                        res.as_str().unwrap().to_string(),
+                    ));
+                }
             }
         }
     }
     for k in placement_guard::k8s::workload::Kind::ALL {
-        assert!(resources.contains(k.resource()), "{k:?}");
+        let key = (k.group().to_string(), k.resource().to_string());
+        assert!(resources.contains(&key), "{k:?}");
     }
 }
 

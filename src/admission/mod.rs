@@ -930,6 +930,50 @@ mod readers_agree {
         assert!(n > 20, "only {n} fixtures");
     }
 
+    /// OpenKruise's CloneSet and Advanced StatefulSet are judged as a Deployment is, by both
+    /// readers, at any version Kruise serves.
+    #[test]
+    fn kruise_workloads_are_judged_like_deployments() {
+        let name = "deployment-create-zone-anti-affinity.validate.json";
+        let (_, body) = fixtures()
+            .into_iter()
+            .find(|(n, _)| n.ends_with(name))
+            .unwrap();
+        let deployment: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let denied: serde_json::Value = serde_json::from_slice(
+            &review(&body, Endpoint::Validate, &RuleSet::default())
+                .unwrap()
+                .body,
+        )
+        .unwrap();
+        for (version, kind, resource) in [
+            ("v1alpha1", "CloneSet", "clonesets"),
+            ("v1beta1", "StatefulSet", "statefulsets"),
+            ("v1alpha1", "StatefulSet", "statefulsets"),
+        ] {
+            let mut v = deployment.clone();
+            let r = &mut v["request"];
+            r["kind"] =
+                serde_json::json!({"group": "apps.kruise.io", "version": version, "kind": kind});
+            r["resource"] = serde_json::json!({"group": "apps.kruise.io", "version": version, "resource": resource});
+            r["object"]["apiVersion"] = format!("apps.kruise.io/{version}").into();
+            r["object"]["kind"] = kind.into();
+            let body = serde_json::to_vec(&v).unwrap();
+            assert_eq!(agree(&body)[0], CASES, "{kind} {version}");
+            let got: serde_json::Value = serde_json::from_slice(
+                &review(&body, Endpoint::Validate, &RuleSet::default())
+                    .unwrap()
+                    .body,
+            )
+            .unwrap();
+            assert_eq!(got["response"]["allowed"], false, "{kind} {version}");
+            assert_eq!(
+                got["response"]["status"], denied["response"]["status"],
+                "{kind} {version}"
+            );
+        }
+    }
+
     /// The envelope's names are borrowed from the body when plain; escaped, they are read as
     /// serde reads them, to the same answer.
     #[test]

@@ -351,8 +351,6 @@ impl Checker {
             return;
         }
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
-            // OpenKruise's workloads are not judged, but may be a WorkloadSpread's target.
-            self.targets.add(v);
             self.report.skipped += 1;
             return;
         };
@@ -364,6 +362,11 @@ impl Checker {
             obj: &obj,
             object: &object,
         };
+        if kind != Kind::Pod {
+            // Kept for WorkloadSpreads found later (in any file), also when it cannot be read:
+            // their cross-checks then say so rather than that it is missing.
+            self.targets.add(v);
+        }
         let template = match workload::parse_value(kind, v) {
             Ok(t) => t,
             Err(e) => {
@@ -379,10 +382,6 @@ impl Checker {
                 return;
             }
         };
-        if kind != Kind::Pod {
-            // Kept for WorkloadSpreads found later (in any file).
-            self.targets.add(v);
-        }
         let namespace = template.meta.namespace.clone().unwrap_or_default();
         let input = Input {
             phase: Phase::Validate,

@@ -136,7 +136,9 @@ pub fn caveats(kind: Kind, v: &Value) -> Vec<String> {
     let mut unmodelled = Vec::new();
     // A StatefulSet's pods each get a claim of every template.
     let claim_templates = match kind {
-        Kind::StatefulSet => v["spec"]["volumeClaimTemplates"].as_array(),
+        Kind::StatefulSet | Kind::KruiseStatefulSet | Kind::CloneSet => {
+            v["spec"]["volumeClaimTemplates"].as_array()
+        }
         _ => None,
     };
     for claim in claim_templates.into_iter().flatten() {

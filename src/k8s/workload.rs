@@ -28,10 +28,14 @@ pub enum Kind {
     ReplicaSet,
     Job,
     CronJob,
+    /// OpenKruise's CloneSet (`apps.kruise.io/v1alpha1`).
+    CloneSet,
+    /// OpenKruise's Advanced StatefulSet (`apps.kruise.io/v1beta1`).
+    KruiseStatefulSet,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Pod,
         Kind::PodTemplate,
         Kind::ReplicationController,
@@ -41,6 +45,8 @@ impl Kind {
         Kind::ReplicaSet,
         Kind::Job,
         Kind::CronJob,
+        Kind::CloneSet,
+        Kind::KruiseStatefulSet,
     ];
 
     pub fn group(self) -> &'static str {
@@ -48,6 +54,17 @@ impl Kind {
             Kind::Pod | Kind::PodTemplate | Kind::ReplicationController => "",
             Kind::Deployment | Kind::StatefulSet | Kind::DaemonSet | Kind::ReplicaSet => "apps",
             Kind::Job | Kind::CronJob => "batch",
+            Kind::CloneSet | Kind::KruiseStatefulSet => KRUISE_GROUP,
+        }
+    }
+
+    /// The version read from and listed at the API server (Kruise serves its workloads at
+    /// these; every built-in kind at v1).
+    pub fn version(self) -> &'static str {
+        match self {
+            Kind::CloneSet => "v1alpha1",
+            Kind::KruiseStatefulSet => "v1beta1",
+            _ => "v1",
         }
     }
 
@@ -62,6 +79,8 @@ impl Kind {
             Kind::ReplicaSet => "ReplicaSet",
             Kind::Job => "Job",
             Kind::CronJob => "CronJob",
+            Kind::CloneSet => "CloneSet",
+            Kind::KruiseStatefulSet => "StatefulSet",
         }
     }
 
@@ -77,6 +96,8 @@ impl Kind {
             Kind::ReplicaSet => "replicasets",
             Kind::Job => "jobs",
             Kind::CronJob => "cronjobs",
+            Kind::CloneSet => "clonesets",
+            Kind::KruiseStatefulSet => "statefulsets",
         }
     }
 
@@ -118,24 +139,16 @@ impl Kind {
 /// OpenKruise's API group.
 pub const KRUISE_GROUP: &str = "apps.kruise.io";
 
-/// OpenKruise's workloads (CloneSet, Advanced StatefulSet): no rule judges them, but a
-/// WorkloadSpread may target them; they keep their pod template where apps/v1 workloads do.
-const KRUISE_WORKLOADS: [&str; 2] = ["CloneSet", "StatefulSet"];
-
 /// The API group of an `apiVersion` (`""` for the core group).
 pub fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(g, _)| g)
 }
 
-/// Where a workload keeps its pod template: every [`Kind`] but Pod, and OpenKruise's workloads.
+/// Where a workload keeps its pod template: every [`Kind`] but Pod.
 pub fn workload_template_path(api_version: &str, kind: &str) -> Option<FieldPath> {
     match Kind::from_api_version(api_version, kind) {
-        Some(Kind::Pod) => None,
+        Some(Kind::Pod) | None => None,
         Some(k) => Some(k.template_path()),
-        None if group_of(api_version) == KRUISE_GROUP && KRUISE_WORKLOADS.contains(&kind) => {
-            Some(FieldPath::fields(&["spec", "template"]))
-        }
-        None => None,
     }
 }
 
@@ -407,10 +420,14 @@ pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 fn controller_labels(kind: Kind) -> &'static [&'static str] {
     match kind {
         Kind::Deployment => &[POD_TEMPLATE_HASH],
-        Kind::StatefulSet => &[
+        Kind::StatefulSet | Kind::KruiseStatefulSet => &[
             "controller-revision-hash",
             "statefulset.kubernetes.io/pod-name",
             "apps.kubernetes.io/pod-index",
+        ],
+        Kind::CloneSet => &[
+            "controller-revision-hash",
+            "apps.kruise.io/cloneset-instance-id",
         ],
         Kind::DaemonSet => &["controller-revision-hash", "pod-template-generation"],
         _ => &[],
@@ -980,7 +997,20 @@ mod tests {
             Some(Kind::CronJob)
         );
         assert_eq!(Kind::from_api_version("v1", "Deployment"), None);
-        assert_eq!(Kind::from_group_kind("apps.kruise.io", "CloneSet"), None);
+        assert_eq!(
+            Kind::from_api_version("apps.kruise.io/v1alpha1", "CloneSet"),
+            Some(Kind::CloneSet)
+        );
+        // Kruise's Advanced StatefulSet is its own kind, beside apps/v1's.
+        assert_eq!(
+            Kind::from_api_version("apps.kruise.io/v1beta1", "StatefulSet"),
+            Some(Kind::KruiseStatefulSet)
+        );
+        assert_eq!(
+            Kind::from_api_version("apps/v1", "StatefulSet"),
+            Some(Kind::StatefulSet)
+        );
+        assert_eq!(Kind::from_group_kind("apps.kruise.io", "Advanced"), None);
     }
 
     #[test]

@@ -184,7 +184,7 @@ impl Progress {
 fn collection(kind: Kind, namespace: Option<&str>) -> String {
     let base = match kind.group() {
         "" => "/api/v1".to_string(),
-        g => format!("/apis/{g}/v1"),
+        g => format!("/apis/{g}/{}", kind.version()),
     };
     match namespace {
         Some(ns) => format!("{base}/namespaces/{ns}/{}", kind.resource()),
@@ -299,7 +299,7 @@ pub async fn list_each(
     };
     let (api_version, kind_name) = match kind.group() {
         "" => ("v1".to_string(), kind.name()),
-        g => (format!("{g}/v1"), kind.name()),
+        g => (format!("{g}/{}", kind.version()), kind.name()),
     };
     let mut token: Option<String> = None;
     let mut n = 0;
@@ -345,6 +345,11 @@ pub fn parse_ref(s: &str) -> Option<(Kind, &str)> {
         "cronjob" | "cronjobs" | "cj" => Kind::CronJob,
         "replicationcontroller" | "replicationcontrollers" | "rc" => Kind::ReplicationController,
         "podtemplate" | "podtemplates" => Kind::PodTemplate,
+        // OpenKruise's, with their CRDs' short names; `statefulset` stays apps/v1's.
+        "cloneset" | "clonesets" | "clone" => Kind::CloneSet,
+        "asts" | "statefulset.apps.kruise.io" | "statefulsets.apps.kruise.io" => {
+            Kind::KruiseStatefulSet
+        }
         _ => return None,
     };
     (!name.is_empty() && !name.contains('/')).then_some((kind, name))
@@ -358,6 +363,8 @@ mod tests {
     fn references_as_kubectl_writes_them() {
         let cases = [
             ("web-1", Some((Kind::Pod, "web-1"))),
+            ("clone/web", Some((Kind::CloneSet, "web"))),
+            ("asts/db", Some((Kind::KruiseStatefulSet, "db"))),
             ("pod/web-1", Some((Kind::Pod, "web-1"))),
             ("deploy/web", Some((Kind::Deployment, "web"))),
             ("Deployment/web", Some((Kind::Deployment, "web"))),
