@@ -326,7 +326,7 @@ fn check_bad_usage_or_no_readable_input_exits_2() {
     let chart = b"apiVersion: v2\nname: web\nversion: 0.1.0\n---\nreplicaCount: 2\n";
     let r = run(&["check", "-"], Some(&chart[..]));
     assert_eq!(r.code, 2, "{}", r.stdout);
-    assert_eq!(r.stderr.trim(), "placement-guard: no Kubernetes objects in the input, only 2 document(s) without apiVersion and kind (first: <stdin>:1; a Helm chart? check `helm template` output); pass --allow-empty if that is expected");
+    assert_eq!(r.stderr.trim(), "placement-guard: no Kubernetes objects in the input, only 2 document(s) without a kind (first: <stdin>:1; a Helm chart? check `helm template` output); pass --allow-empty if that is expected");
     // Beside objects they are named in a note, not counted as objects skipped.
     let mixed = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\nreplicaCount: 2\n";
     let r = run(&["check", "-"], Some(&mixed[..]));
@@ -337,9 +337,8 @@ fn check_bad_usage_or_no_readable_input_exits_2() {
         r.stdout
     );
     assert!(
-        r.stderr.contains(
-            "note: 1 document(s) without apiVersion and kind not checked (first: <stdin>:5)"
-        ),
+        r.stderr
+            .contains("note: 1 document(s) without a kind not checked (first: <stdin>:5)"),
         "{}",
         r.stderr
     );
@@ -1231,7 +1230,15 @@ fn explain_by_name_beside_a_dump_without_a_cluster_says_how_to_use_the_dump() {
     let home = temp_dir("no-kubeconfig");
     let dump = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/explain/cluster.yaml");
     let out = Command::new(BIN)
-        .args(["explain", "--cluster", dump, "--pod", "deploy/web"])
+        .args([
+            "explain",
+            "--cluster",
+            dump,
+            "--pod",
+            "deploy/web",
+            "-n",
+            "shop",
+        ])
         .env("KUBECONFIG", home.join("missing"))
         .env("HOME", &home)
         .env_remove("KUBERNETES_SERVICE_HOST")
@@ -1244,7 +1251,7 @@ fn explain_by_name_beside_a_dump_without_a_cluster_says_how_to_use_the_dump() {
         "{stderr}"
     );
     assert!(
-        stderr.trim_end().ends_with(&format!("; --pod deploy/web is read from the live cluster even with --cluster: to explain an object of the dump, give it as a file: yq '.items[] | select(.kind == \"Deployment\" and .metadata.name == \"web\")' {dump} > pod.json")),
+        stderr.trim_end().ends_with(&format!("; --pod deploy/web is read from the live cluster even with --cluster: to explain an object of the dump, give it as a file: yq '.items[] | select(.kind == \"Deployment\" and .metadata.name == \"web\" and .metadata.namespace == \"shop\")' {dump} > pod.yaml")),
         "{stderr}"
     );
     std::fs::remove_dir_all(home).ok();

@@ -159,6 +159,16 @@ fn every_workload_kind_is_sent_to_validation() {
     for k in placement_guard::k8s::workload::Kind::ALL {
         let key = (k.group().to_string(), k.resource().to_string());
         assert!(resources.contains(&key), "{k:?}");
+        let req = serde_json::json!({"resource": {"group": k.group(), "version": k.version(), "resource": k.resource()}, "operation": "UPDATE"});
+        assert!(
+            cfg["webhooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| rules_select(w, &req)),
+            "{k:?} at {}",
+            k.version()
+        );
     }
 }
 
@@ -296,6 +306,9 @@ fn rules_select(webhook: &Value, req: &Value) -> bool {
     let has = |list: &Value, v: &str| list.as_array().unwrap().iter().any(|x| x == v || x == "*");
     webhook["rules"].as_array().unwrap().iter().any(|r| {
         has(&r["apiGroups"], req["resource"]["group"].as_str().unwrap())
+            && req["resource"]["version"]
+                .as_str()
+                .is_none_or(|v| has(&r["apiVersions"], v))
             && has(&r["resources"], &resource)
             && has(&r["operations"], req["operation"].as_str().unwrap())
     })
@@ -362,25 +375,28 @@ fn webhook_configuration_agrees_with_the_rules_applicability() {
         }
     }
     assert!(sent > 20, "only {sent} recorded requests are sent");
-    // Beyond the recordings: spread defaults are added to a Job at CREATE only (its template
-    // is immutable), to a CronJob at UPDATE too; the mutating webhook sends exactly those.
+    // Beyond the recordings: spread defaults are added to every workload kind at CREATE, and
+    // at UPDATE too unless its kind takes them at CREATE only (a Job, OpenKruise's workloads);
+    // the mutating webhook's workload rules send exactly those (pods have their own webhooks).
+    use placement_guard::k8s::workload::Kind;
     let mutating = find(&objs, "MutatingWebhookConfiguration")[0];
-    for (resource, op) in [
-        ("jobs", "CREATE"),
-        ("jobs", "UPDATE"),
-        ("cronjobs", "UPDATE"),
-    ] {
-        let req = serde_json::json!({"resource": {"group": "batch", "version": "v1", "resource": resource}, "operation": op});
-        let sends = mutating["webhooks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| rules_select(w, &req));
-        assert_eq!(
-            sends,
-            (resource, op) != ("jobs", "UPDATE"),
-            "{resource} {op}"
-        );
+    for kind in Kind::ALL {
+        if matches!(kind, Kind::Pod | Kind::DaemonSet) {
+            continue;
+        }
+        for op in ["CREATE", "UPDATE"] {
+            let req = serde_json::json!({"resource": {"group": kind.group(), "version": kind.version(), "resource": kind.resource()}, "operation": op});
+            let sends = mutating["webhooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| rules_select(w, &req));
+            assert_eq!(
+                sends,
+                op == "CREATE" || !kind.defaults_at_create_only(),
+                "{kind:?} {op}"
+            );
+        }
     }
 }
 

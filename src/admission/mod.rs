@@ -971,6 +971,27 @@ mod readers_agree {
                 got["response"]["status"], denied["response"]["status"],
                 "{kind} {version}"
             );
+            // Defaults at CREATE, never on an UPDATE: Kruise refuses an InPlaceOnly update that
+            // changes more than images.
+            let mutated = |v: &serde_json::Value| -> serde_json::Value {
+                let body = serde_json::to_vec(v).unwrap();
+                assert_eq!(agree(&body)[0], CASES, "{kind} {version}");
+                let r = review(&body, Endpoint::Mutate, &RuleSet::default()).unwrap();
+                serde_json::from_slice(&r.body).unwrap()
+            };
+            assert!(
+                mutated(&v)["response"]["patch"].is_string(),
+                "{kind} {version}"
+            );
+            let mut update = v.clone();
+            update["request"]["operation"] = "UPDATE".into();
+            update["request"]["oldObject"] = update["request"]["object"].clone();
+            update["request"]["object"]["spec"]["template"]["spec"]["containers"][0]["image"] =
+                "nginx:2".into();
+            assert!(
+                mutated(&update)["response"]["patch"].is_null(),
+                "{kind} {version}"
+            );
         }
     }
 

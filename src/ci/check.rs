@@ -344,11 +344,26 @@ impl Checker {
             self.spreads.push((file.to_string(), obj));
             return;
         }
-        if api.is_empty() || kind_name.is_empty() {
-            self.report
-                .kindless
-                .push(format!("{file}:{}", obj.start().line));
-            return;
+        // No kind: no Kubernetes object (a chart's Chart.yaml has an apiVersion of its own).
+        match (api.is_empty(), kind_name.is_empty()) {
+            (_, true) => {
+                self.report
+                    .kindless
+                    .push(format!("{file}:{}", obj.start().line));
+                return;
+            }
+            // A kind without its apiVersion: kubectl refuses it with these words.
+            (true, false) => {
+                self.report.diagnostics.push(Diagnostic::file_level(
+                    file,
+                    obj.start(),
+                    RULE_INVALID,
+                    "apiVersion not set: a manifest document is a mapping with apiVersion and kind"
+                        .to_string(),
+                ));
+                return;
+            }
+            (false, false) => {}
         }
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
             self.report.skipped += 1;
@@ -659,8 +674,8 @@ fn describe(kind: Kind, value: &Value) -> String {
         .or(meta["generateName"].as_str())
         .unwrap_or("<unnamed>");
     match meta["namespace"].as_str() {
-        Some(ns) if !ns.is_empty() => format!("{} {ns}/{name}", kind.name()),
-        _ => format!("{} {name}", kind.name()),
+        Some(ns) if !ns.is_empty() => format!("{} {ns}/{name}", kind.display()),
+        _ => format!("{} {name}", kind.display()),
     }
 }
 

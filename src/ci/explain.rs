@@ -81,7 +81,7 @@ pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainErro
                 .map(|(o, k)| {
                     format!(
                         "{}/{}",
-                        k.name(),
+                        k.display(),
                         o.value["metadata"]["name"].as_str().unwrap_or("")
                     )
                 })

@@ -89,7 +89,7 @@ pub struct Report {
     /// What was not checked and why, for stderr (not findings: nothing is wrong with the input).
     #[serde(skip)]
     pub notes: Vec<String>,
-    /// Documents without apiVersion or kind (a Helm chart's Chart.yaml, values.yaml): not
+    /// Documents without a kind (a Helm chart's Chart.yaml, values.yaml): not
     /// Kubernetes objects, so an input of nothing else still has "no objects".
     #[serde(skip)]
     pub kindless: Vec<String>,

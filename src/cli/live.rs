@@ -117,7 +117,7 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
             "pod {ns}/{name} is bound to {node}; explained as if it were scheduled now, without itself"
         ),
         (Kind::Pod, None) => format!("pod {ns}/{name} ({})", if phase.is_empty() { "no phase" } else { phase }),
-        _ => format!("{} {ns}/{name}: a new pod of its template", kind.name()),
+        _ => format!("{} {ns}/{name}: a new pod of its template", kind.display()),
     };
     Ok(Target {
         template,
@@ -148,7 +148,7 @@ async fn with_current_hash(
             ));
         }
         Ok(None) => target.caveats.push(format!(
-            "the Deployment has no current ReplicaSet: its pod is placed as the first of a new one, so {POD_TEMPLATE_HASH} in matchLabelKeys counts none of the running pods"
+            "the Deployment has no current ReplicaSet (or it carries no {POD_TEMPLATE_HASH}): its pod is placed as the first of a new one, so {POD_TEMPLATE_HASH} in matchLabelKeys counts none of the running pods"
         )),
         Err(e) => target.caveats.push(format!(
             "cannot read the Deployment's ReplicaSets ({}): its pod is placed as the first of a new ReplicaSet, so {POD_TEMPLATE_HASH} in matchLabelKeys counts none of the running pods",
@@ -167,10 +167,20 @@ async fn current_template_hash(
     deployment: &Value,
     timeout: Duration,
 ) -> Result<Option<String>, LiveError> {
+    // `EqualIgnoreHash` drops the label from both templates.
+    let without_hash = |template: &Value| {
+        let mut t = template.clone();
+        let hash = t
+            .pointer_mut("/metadata/labels")
+            .and_then(Value::as_object_mut)
+            .and_then(|l| l.remove(POD_TEMPLATE_HASH));
+        (t, hash.and_then(|h| h.as_str().map(str::to_string)))
+    };
     let uid = deployment["metadata"]["uid"].as_str();
-    let want = &deployment["spec"]["template"];
-    // (creationTimestamp, hash): RFC 3339 in UTC, so text order is time order.
-    let mut oldest: Option<(String, String)> = None;
+    let (want, _) = without_hash(&deployment["spec"]["template"]);
+    // The oldest match, by (creationTimestamp, name) as `ReplicaSetsByCreationTimestamp`
+    // orders them (RFC 3339 in UTC: text order is time order), with its hash if it has one.
+    let mut oldest: Option<((String, String), Option<String>)> = None;
     live::list_each(conn, Kind::ReplicaSet, Some(ns), timeout, |rs| {
         let controlled = rs["metadata"]["ownerReferences"]
             .as_array()
@@ -181,26 +191,23 @@ async fn current_template_hash(
         if !controlled {
             return;
         }
-        let mut template = rs["spec"]["template"].clone();
-        let hash = template["metadata"]["labels"]
-            .as_object_mut()
-            .and_then(|l| l.remove(POD_TEMPLATE_HASH));
-        let Some(Value::String(hash)) = hash else {
-            return;
-        };
-        if &template != want {
+        let (template, hash) = without_hash(&rs["spec"]["template"]);
+        if template != want {
             return;
         }
-        let created = rs["metadata"]["creationTimestamp"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        if oldest.as_ref().is_none_or(|(c, _)| created < *c) {
-            oldest = Some((created, hash));
+        let key = (
+            rs["metadata"]["creationTimestamp"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            rs["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        );
+        if oldest.as_ref().is_none_or(|(k, _)| key < *k) {
+            oldest = Some((key, hash));
         }
     })
     .await?;
-    Ok(oldest.map(|(_, hash)| hash))
+    Ok(oldest.and_then(|(_, hash)| hash))
 }
 
 /// What `explain` found, what it placed, and what its filters did not weigh.
@@ -256,6 +263,20 @@ pub fn explain(
                 let mut target = live_target(kind, name, &ns, &v)?;
                 if kind == Kind::Deployment && target.template.merges_label(POD_TEMPLATE_HASH) {
                     with_current_hash(&conn, &ns, &v, args.timeout(), &mut target).await;
+                }
+                // A CloneSet's new pod is of its update revision, whose name's last segment
+                // Kruise also writes as pod-template-hash (`WriteRevisionHash`).
+                if let (Kind::CloneSet, Some(revision)) =
+                    (kind, v["status"]["updateRevision"].as_str())
+                {
+                    let short = revision.rsplit('-').next().unwrap_or(revision);
+                    target
+                        .template
+                        .set_carried_label("controller-revision-hash", revision);
+                    target.template.set_carried_label(POD_TEMPLATE_HASH, short);
+                    target
+                        .description
+                        .push_str(&format!(" (of its update revision {revision})"));
                 }
                 target
             }
@@ -416,6 +437,14 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
         let (mut any_listed, mut refused) = (false, Vec::new());
         let mut read = 0;
         for kind in AUDITED {
+            // OpenKruise's kinds only where it is installed.
+            if kind.group() == workload::KRUISE_GROUP
+                && !live::served(&conn, kind, run.args.timeout())
+                    .await
+                    .map_err(|e| e.0)?
+            {
+                continue;
+            }
             let ns = run.namespace.as_deref();
             let listed = live::list_each(&conn, kind, ns, run.args.timeout(), |v| {
                 read += 1;
@@ -433,8 +462,6 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
             .await;
             match listed {
                 Ok(_) => any_listed = true,
-                // OpenKruise is not installed: nothing of the kind to audit.
-                Err(e) if kind.group() == workload::KRUISE_GROUP && e.0.ends_with(" not found") => {}
                 // One kind the user may not list does not hide the others.
                 Err(e) if e.0.contains("403 Forbidden") => refused.push(e.0),
                 Err(e) => return Err(e.0),
@@ -475,8 +502,8 @@ fn origin(kind: Kind, v: &Value) -> (String, String) {
     let ns = v["metadata"]["namespace"].as_str().unwrap_or("");
     let name = v["metadata"]["name"].as_str().unwrap_or("<unnamed>");
     (
-        format!("{ns}/{}/{name}", kind.name()),
-        format!("{} {ns}/{name}", kind.name()),
+        format!("{ns}/{}/{name}", kind.display()),
+        format!("{} {ns}/{name}", kind.display()),
     )
 }
 

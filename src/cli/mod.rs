@@ -105,7 +105,6 @@ pub struct ReportArgs {
     quiet: bool,
 }
 
-/// Where a local client reaches a server bound to `a` (a wildcard address: over loopback).
 /// The line that names a generated certificate and how to try the server with it. An ephemeral
 /// port (`:0`) is known only once bound: the hint then points at the line that gives it.
 fn dev_cert_hint(cert: &Path, bound: Option<std::net::SocketAddr>, addr: &str) -> String {
@@ -123,6 +122,7 @@ fn dev_cert_hint(cert: &Path, bound: Option<std::net::SocketAddr>, addr: &str) -
     }
 }
 
+/// Where a local client reaches a server bound to `a` (a wildcard address: over loopback).
 fn local_url_host(a: std::net::SocketAddr) -> String {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
     let ip = match a.ip() {
@@ -702,7 +702,7 @@ fn run_check(run: CheckRun) -> ExitCode {
     if report.objects + report.skipped == 0 && report.diagnostics.is_empty() && !run.allow_empty {
         return fail(match report.kindless.first() {
             Some(first) => format!(
-                "no Kubernetes objects in the input, only {} document(s) without apiVersion and kind (first: {first}; a Helm chart? check `helm template` output); pass --allow-empty if that is expected",
+                "no Kubernetes objects in the input, only {} document(s) without a kind (first: {first}; a Helm chart? check `helm template` output); pass --allow-empty if that is expected",
                 report.kindless.len()
             ),
             None => "no objects in the input (an empty file or stream); pass --allow-empty if that is expected".to_string(),
@@ -710,7 +710,7 @@ fn run_check(run: CheckRun) -> ExitCode {
     }
     if let Some(first) = report.kindless.first() {
         report.notes.push(format!(
-            "{} document(s) without apiVersion and kind not checked (first: {first})",
+            "{} document(s) without a kind not checked (first: {first})",
             report.kindless.len()
         ));
     }
@@ -1007,17 +1007,24 @@ fn run_explain(
             }
             // A NAME is read from the API server even beside a dump: say how to place one
             // of the dump's own pods instead.
-            Err(e) if dump.is_some() && e.starts_with("no cluster to talk to") => {
+            Err(e)
+                if dump.is_some()
+                    && (e.starts_with("no cluster to talk to")
+                        || e.starts_with("cannot reach the API server")) =>
+            {
                 let (kind, name) =
                     crate::live::parse_ref(pod).map_or(("Pod", pod), |(k, n)| (k.name(), n));
                 let file = cluster.map_or(String::new(), |c| c.display().to_string());
-                let tool = if file.ends_with(".yaml") || file.ends_with(".yml") {
-                    "yq"
+                let (tool, out) = if file.ends_with(".yaml") || file.ends_with(".yml") {
+                    ("yq", "pod.yaml")
                 } else {
-                    "jq"
+                    ("jq", "pod.json")
                 };
+                let ns = namespace.map_or(String::new(), |n| {
+                    format!(" and .metadata.namespace == \"{n}\"")
+                });
                 return fail(format!(
-                    "{e}; --pod {pod} is read from the live cluster even with --cluster: to explain an object of the dump, give it as a file: {tool} '.items[] | select(.kind == \"{kind}\" and .metadata.name == \"{name}\")' {file} > pod.json"
+                    "{e}; --pod {pod} is read from the live cluster even with --cluster: to explain an object of the dump, give it as a file: {tool} '.items[] | select(.kind == \"{kind}\" and .metadata.name == \"{name}\"{ns})' {file} > {out}"
                 ));
             }
             Err(e) => return fail(e),

@@ -58,6 +58,27 @@ impl Kind {
         }
     }
 
+    /// Whether spread defaults may be added at CREATE only. A Pod's spread constraints and a
+    /// Job's template are immutable. OpenKruise's own webhook refuses an `InPlaceOnly` update
+    /// of a CloneSet or Advanced StatefulSet that changes more than images, and with
+    /// `InPlaceIfPossible` added constraints would turn an in-place image update into a
+    /// recreation of every pod.
+    pub fn defaults_at_create_only(self) -> bool {
+        matches!(
+            self,
+            Kind::Pod | Kind::Job | Kind::CloneSet | Kind::KruiseStatefulSet
+        )
+    }
+
+    /// The name in messages: the kind, with its group where another kind has the same name
+    /// (`StatefulSet.apps.kruise.io`, as kubectl writes it).
+    pub fn display(self) -> &'static str {
+        match self {
+            Kind::KruiseStatefulSet => "StatefulSet.apps.kruise.io",
+            k => k.name(),
+        }
+    }
+
     /// The version read from and listed at the API server (Kruise serves its workloads at
     /// these; every built-in kind at v1).
     pub fn version(self) -> &'static str {
@@ -425,8 +446,11 @@ fn controller_labels(kind: Kind) -> &'static [&'static str] {
             "statefulset.kubernetes.io/pod-name",
             "apps.kubernetes.io/pod-index",
         ],
+        // Kruise's `WriteRevisionHash` also writes the revision's short hash as
+        // pod-template-hash.
         Kind::CloneSet => &[
             "controller-revision-hash",
+            POD_TEMPLATE_HASH,
             "apps.kruise.io/cloneset-instance-id",
         ],
         Kind::DaemonSet => &["controller-revision-hash", "pod-template-generation"],
@@ -532,13 +556,13 @@ where
 {
     if !track {
         return T::deserialize(de).map_err(|e| ParseError {
-            kind: kind.name(),
+            kind: kind.display(),
             path: String::new(),
             message: strip_position(&e.to_string()),
         });
     }
     serde_path_to_error::deserialize(de).map_err(|e| ParseError {
-        kind: kind.name(),
+        kind: kind.display(),
         path: e.path().to_string(),
         message: strip_position(&e.inner().to_string()),
     })
@@ -610,7 +634,7 @@ fn plain_type_error(msg: &str) -> Option<String> {
 
 fn not_an_object(kind: Kind) -> ParseError {
     ParseError {
-        kind: kind.name(),
+        kind: kind.display(),
         path: String::new(),
         message: "expected a JSON object".to_string(),
     }
@@ -670,7 +694,7 @@ fn defaulted_selector(
 fn check_kind(kind: Kind, declared: &Option<String>) -> Result<(), ParseError> {
     match declared.as_deref() {
         Some(d) if !d.is_empty() && d != kind.name() => Err(ParseError {
-            kind: kind.name(),
+            kind: kind.display(),
             path: "kind".to_string(),
             message: format!("object has kind {d:?}, expected {:?}", kind.name()),
         }),
@@ -731,7 +755,7 @@ pub fn parse_json(kind: Kind, json: &str) -> Result<PodTemplate, ParseError> {
         let mut de = serde_json::Deserializer::from_str(json);
         let t = parse_with(kind, &mut de, track)?;
         de.end().map_err(|e| ParseError {
-            kind: kind.name(),
+            kind: kind.display(),
             path: String::new(),
             message: e.to_string(),
         })?;
@@ -770,7 +794,7 @@ impl<'de> serde::de::Visitor<'de> for TemplateSeed {
     type Value = PodTemplate;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "a {} object", self.0.name())
+        write!(f, "a {} object", self.0.display())
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<PodTemplate, A::Error> {

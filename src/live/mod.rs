@@ -249,7 +249,7 @@ pub async fn get(
     let req = Request::new(collection(kind, Some(namespace)))
         .get(name, &Default::default())
         .map_err(|e| LiveError(format!("cannot build the request: {e}")))?;
-    let what = format!("{} {namespace}/{name}", kind.name());
+    let what = format!("{} {namespace}/{name}", kind.display());
     let text = send(cl, req, timeout, "get", &what).await?;
     serde_json::from_str(&text).map_err(|e| LiveError(format!("cannot read {what}: {e}")))
 }
@@ -269,6 +269,22 @@ pub async fn namespace_exists(
         Ok(_) => Ok(Some(true)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(Some(false)),
         Err(kube::Error::Api(s)) if s.code == 403 => Ok(None),
+        Err(e) => Err(explain_error(e, &cl.server, "get", &what)),
+    }
+}
+
+/// Whether the API server serves `kind`'s group and version (OpenKruise's only where it is
+/// installed). Discovery is open to every authenticated user, while a list of a resource that
+/// does not exist is refused with 403 before it could be found missing.
+pub async fn served(cl: &Connection, kind: Kind, timeout: Duration) -> Result<bool, LiveError> {
+    let path = format!("/apis/{}/{}", kind.group(), kind.version());
+    let req = http::Request::get(&path)
+        .body(Vec::new())
+        .map_err(|e| LiveError(format!("cannot build the request: {e}")))?;
+    let what = format!("API group {}/{}", kind.group(), kind.version());
+    match send_raw(cl, req, timeout, "get", &what).await? {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
         Err(e) => Err(explain_error(e, &cl.server, "get", &what)),
     }
 }
@@ -293,9 +309,14 @@ pub async fn list_each(
         #[serde(default, rename = "continue")]
         cont: Option<String>,
     }
+    // As kubectl names a resource that two groups share (`statefulsets.apps.kruise.io`).
+    let resource = match kind.display().split_once('.') {
+        Some((_, group)) => format!("{}.{group}", kind.resource()),
+        None => kind.resource().to_string(),
+    };
     let what = match namespace {
-        Some(ns) => format!("{} in namespace {ns}", kind.resource()),
-        None => format!("{} (at the cluster scope)", kind.resource()),
+        Some(ns) => format!("{resource} in namespace {ns}"),
+        None => format!("{resource} (at the cluster scope)"),
     };
     let (api_version, kind_name) = match kind.group() {
         "" => ("v1".to_string(), kind.name()),

@@ -155,7 +155,7 @@ impl Rule for TopologySpreadRule {
                 s.defaults.enabled
                     && kind != Kind::DaemonSet
                     && (r.operation == Operation::Create
-                        || (r.operation.writes() && !matches!(kind, Kind::Pod | Kind::Job)))
+                        || (r.operation.writes() && !kind.defaults_at_create_only()))
             }
         }
     }

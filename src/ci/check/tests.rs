@@ -299,7 +299,7 @@ fn a_broken_document_does_not_hide_the_others() {
 /// mapping without kind, an empty or null document is not.
 #[test]
 fn documents_that_are_not_objects_are_errors() {
-    let text = "just text\n---\n- a\n- b\n---\n# a comment\n---\nnull\n---\n42\n---\nfoo: bar\n---\n  [1, 2]\n";
+    let text = "just text\n---\n- a\n- b\n---\n# a comment\n---\nnull\n---\n42\n---\nfoo: bar\n---\n  [1, 2]\n---\nkind: Deployment\n";
     let mut c = Checker::new(&RuleSet::default());
     c.check_text("f.yaml", text);
     let r = c.finish();
@@ -319,6 +319,11 @@ fn documents_that_are_not_objects_are_errors() {
             (3, 1, sequence.as_str()),
             (10, 1, number.as_str()),
             (14, 3, sequence.as_str()),
+            (
+                16,
+                1,
+                "apiVersion not set: a manifest document is a mapping with apiVersion and kind"
+            ),
         ]
     );
     assert!(r.diagnostics.iter().all(|d| d.rule == "invalid-object"));
