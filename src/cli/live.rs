@@ -782,9 +782,21 @@ mod tests {
                 directives_digest(Kind::ReplicaSet, &v),
             );
         }
+        let clone = rs("clone", &anti);
+        owners.listed(
+            Kind::CloneSet,
+            &clone,
+            directives_digest(Kind::CloneSet, &clone),
+        );
         let through = |v: &Value| owners.judged_through_owner(v, directives_digest(Kind::Pod, v));
         // Same directives as its listed owner (nodeName and tolerations aside): through it.
         assert!(through(&pod("apps/v1", "ReplicaSet", "same", true)));
+        assert!(through(&pod(
+            "apps.kruise.io/v1alpha1",
+            "CloneSet",
+            "clone",
+            true
+        )));
         // Owner never listed (gone, or not listable), other directives, not the controller,
         // or an owner kind audit does not read: judged itself.
         assert!(!through(&pod("apps/v1", "ReplicaSet", "gone", true)));
