@@ -41,6 +41,21 @@ fn created(api: &ApiServer, path: &str, obj: Value) {
     assert_eq!(code, 201, "{path}: {body}");
 }
 
+/// A namespace with its labels and the default service account pods are admitted with (no
+/// controller-manager here creates it).
+fn namespace(api: &ApiServer, ns: &str, labels: Value) {
+    created(
+        api,
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": ns, "labels": labels}}),
+    );
+    created(
+        api,
+        &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
+        json!({"metadata": {"name": "default"}}),
+    );
+}
+
 /// A node with a zone, 2 CPUs, 4 GiB and room for 110 pods.
 fn node(api: &ApiServer, name: &str, zone: &str, taint: Option<Value>) {
     let taints: Vec<Value> = taint.into_iter().collect();
@@ -75,16 +90,7 @@ fn explain_and_audit_against_a_live_cluster() {
         return;
     };
     let ns = "shop";
-    created(
-        &api,
-        "/api/v1/namespaces",
-        json!({"metadata": {"name": ns, "labels": {"team": "a"}}}),
-    );
-    created(
-        &api,
-        &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
-        json!({"metadata": {"name": "default"}}),
-    );
+    namespace(&api, ns, json!({"team": "a"}));
     node(&api, "node-a", "zone-a", None);
     node(&api, "node-b", "zone-b", None);
     node(
@@ -476,12 +482,7 @@ fn explain_and_audit_against_a_live_cluster() {
 /// `matchLabelKeys: [pod-template-hash]` its pods count and an older ReplicaSet's do not.
 fn deployment_mid_rollout(api: &ApiServer) {
     let ns = "roll";
-    created(api, "/api/v1/namespaces", json!({"metadata": {"name": ns}}));
-    created(
-        api,
-        &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
-        json!({"metadata": {"name": "default"}}),
-    );
+    namespace(api, ns, json!({}));
     let template = |image: &str, hash: Option<&str>| {
         let mut labels = json!({"app": "roll"});
         if let Some(h) = hash {
@@ -546,12 +547,7 @@ fn deployment_mid_rollout(api: &ApiServer) {
 /// may put it, and the scheduler must bind it there.
 fn scheduler_semantics(api: &ApiServer) {
     let ns = "edge";
-    created(api, "/api/v1/namespaces", json!({"metadata": {"name": ns}}));
-    created(
-        api,
-        &format!("/api/v1/namespaces/{ns}/serviceaccounts"),
-        json!({"metadata": {"name": "default"}}),
-    );
+    namespace(api, ns, json!({}));
     let pods = format!("/api/v1/namespaces/{ns}/pods");
     let admin = api.kubeconfig(ADMIN_TOKEN, ns);
     // A db pod on node-a (zone-a), kept terminating by a finalizer.
