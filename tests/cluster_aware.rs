@@ -17,6 +17,30 @@ use common::{client, fixture, start, temp_dir, Server};
 const NS: &str = "queue";
 const PODS: &str = "/api/v1/namespaces/queue/pods";
 
+/// The rule file [`cluster_aware`] writes in its directory (a test may rewrite it).
+const RULE_FILE: &str = "rules.yaml";
+
+/// `serve --cluster-aware` with `kubeconfig`, a feasibility rule file of `action` in `dir`, and
+/// `extra` flags.
+fn cluster_aware(
+    dir: &std::path::Path,
+    action: &str,
+    kubeconfig: &std::path::Path,
+    extra: &[&str],
+) -> Server {
+    let rule_file = dir.join(RULE_FILE);
+    rules(&rule_file, action);
+    let mut args = vec![
+        "--rules",
+        rule_file.to_str().unwrap(),
+        "--cluster-aware",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    start(&args)
+}
+
 fn rules(path: &std::path::Path, action: &str) {
     std::fs::write(
         path,
@@ -111,18 +135,9 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     api.node("n1", &json!({"topology.kubernetes.io/zone": "a"}), &[]);
     api.node("n2", &json!({"topology.kubernetes.io/zone": "b"}), &[]);
     let dir = temp_dir("cluster-aware");
-    let rule_file = dir.join("rules.yaml");
-    rules(&rule_file, "warn");
     let kubeconfig = api.kubeconfig(ADMIN_TOKEN, "default");
-    let server = start(&[
-        "--rules",
-        rule_file.to_str().unwrap(),
-        "--reload-interval",
-        "1",
-        "--cluster-aware",
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-    ]);
+    let server = cluster_aware(&dir, "warn", &kubeconfig, &["--reload-interval", "1"]);
+    let rule_file = dir.join(RULE_FILE);
     until("/readyz after the cache's first sync", || {
         get(&server, "/readyz").0 == 200
     });
@@ -305,8 +320,6 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
 #[test]
 fn an_unsynced_cache_never_denies() {
     let dir = temp_dir("cluster-aware-down");
-    let rule_file = dir.join("rules.yaml");
-    rules(&rule_file, "deny");
     // A port nothing listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -319,15 +332,7 @@ fn an_unsynced_cache_never_denies() {
         format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:{port}\", insecure-skip-tls-verify: true}}\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n"),
     )
     .unwrap();
-    let server = start(&[
-        "--rules",
-        rule_file.to_str().unwrap(),
-        "--cluster-aware",
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--cache-sync-timeout",
-        "10",
-    ]);
+    let server = cluster_aware(&dir, "deny", &kubeconfig, &["--cache-sync-timeout", "10"]);
     let (code, body) = get(&server, "/readyz");
     assert_eq!(
         (code, body.as_str()),
@@ -365,20 +370,13 @@ fn a_silent_api_server_makes_the_cache_stale() {
     };
     api.node("n1", &json!({"topology.kubernetes.io/zone": "a"}), &[]);
     let dir = temp_dir("cluster-aware-silent");
-    let rule_file = dir.join("rules.yaml");
-    rules(&rule_file, "deny");
     let kubeconfig = api.kubeconfig(ADMIN_TOKEN, "default");
-    let server = start(&[
-        "--rules",
-        rule_file.to_str().unwrap(),
-        "--cluster-aware",
-        "--kubeconfig",
-        kubeconfig.to_str().unwrap(),
-        "--cache-max-silence",
-        "5",
-        "--cache-max-stale",
-        "2",
-    ]);
+    let server = cluster_aware(
+        &dir,
+        "deny",
+        &kubeconfig,
+        &["--cache-max-silence", "5", "--cache-max-stale", "2"],
+    );
     until("/readyz after the first sync", || {
         get(&server, "/readyz").0 == 200
     });
