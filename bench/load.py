@@ -13,7 +13,8 @@ answer is its own CPU time per request, read from /proc: the capacity ratio is t
 CPU per request over ours (1.0: as cheap as answering a fixed allow). Closed loop at 64
 connections, BENCH_RUNS alternating runs per case (the median is printed), then a fixed offered
 rate with latency correction (percentiles without coordinated omission) at 64 and 8
-connections in the same pinned setting, and the server's RSS sampled throughout.
+connections in the same pinned setting, also BENCH_RUNS alternating runs per case (one run's
+p50 ratio moved by a third from run to run on this shared machine), and the server's RSS sampled throughout.
 Every figure is printed with its ratio to the baseline measured in the same run.
 Environment: BENCH_SECONDS (closed-loop run length, default 8), BENCH_RUNS (default 3),
 BENCH_QUICK=1 (closed loop only),
@@ -156,12 +157,18 @@ def main():
         if QUICK:
             return
         for conns in (64, 8):
-            print(f"\n## fixed rate {RATE}/s, {conns} connections, latency corrected: p50 / p99 in ms")
+            print(f"\n## fixed rate {RATE}/s, {conns} connections, latency corrected: median of {RUNS} alternating runs,"
+                  f" p50 / p99 in ms (p50 ratio: median of the runs' ratios, with their range)")
             for name, path, body in bodies:
-                b = run_oha(b_url + path, body, conns, SECONDS, RATE)
-                r = run_oha(s_url + path, body, conns, SECONDS, RATE)
-                print(f"{name:<52} p50 {r['p50']:.3f} (baseline {b['p50']:.3f}, ratio {r['p50'] / max(b['p50'], 1e-9):.2f})"
-                      f"  p99 {r['p99']:.3f} (baseline {b['p99']:.3f})")
+                ours, theirs = [], []
+                for _ in range(RUNS):
+                    theirs.append(run_oha(b_url + path, body, conns, SECONDS, RATE))
+                    ours.append(run_oha(s_url + path, body, conns, SECONDS, RATE))
+                med = lambda xs: sorted(xs)[len(xs) // 2]
+                ratios = sorted(r["p50"] / max(b["p50"], 1e-9) for b, r in zip(theirs, ours))
+                print(f"{name:<52} p50 {med([r['p50'] for r in ours]):.3f} (baseline {med([b['p50'] for b in theirs]):.3f},"
+                      f" ratio {med(ratios):.2f}, {ratios[0]:.2f}-{ratios[-1]:.2f})"
+                      f"  p99 {med([r['p99'] for r in ours]):.3f} (baseline {med([b['p99'] for b in theirs]):.3f})")
         print(f"\n## memory: {SOAK}s at {RATE}/s on /validate")
         start_rss = rss_kib(server.pid)
         run_oha(s_url + bodies[0][1], bodies[0][2], 64, SOAK, RATE)
