@@ -476,6 +476,61 @@ fn explain_and_audit_against_a_live_cluster() {
     );
     scheduler_semantics(&api);
     deployment_mid_rollout(&api);
+    statefulset_mid_rollout(&api);
+}
+
+/// `explain sts/NAME` places a new pod of the StatefulSet's update revision: with
+/// `matchLabelKeys: [controller-revision-hash]` that revision's pods count and the current
+/// revision's do not.
+fn statefulset_mid_rollout(api: &ApiServer) {
+    let ns = "sts-roll";
+    namespace(api, ns, json!({}));
+    let spec = json!({"containers": [{"name": "c", "image": "postgres:17"}],
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "db"}},
+            "matchLabelKeys": ["controller-revision-hash"]}]});
+    let path = format!("/apis/apps/v1/namespaces/{ns}/statefulsets");
+    let (code, sts) = api.create(
+        &path,
+        &json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+               "spec": {"replicas": 3, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+                        "template": {"metadata": {"labels": {"app": "db"}}, "spec": spec}}}),
+    );
+    assert_eq!(code, 201, "{sts}");
+    // Its status as the controller leaves it mid-rollout (no controller-manager here).
+    let (code, body) = api.patch(
+        &format!("{path}/db/status"),
+        &json!({"status": {"replicas": 3, "currentRevision": "db-old", "updateRevision": "db-new"}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    // The update revision's pod on node-b, two of the current revision's on node-a.
+    for (i, (revision, node)) in [
+        ("db-old", "node-a"),
+        ("db-old", "node-a"),
+        ("db-new", "node-b"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        created(
+            api,
+            &format!("/api/v1/namespaces/{ns}/pods"),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": format!("db-{i}"), "labels": {"app": "db", "controller-revision-hash": revision}},
+                   "spec": {"nodeName": node, "containers": spec["containers"], "topologySpreadConstraints": spec["topologySpreadConstraints"]}}),
+        );
+    }
+    // Counted with the update revision's pod only: node-b holds one, so node-a. Counting every
+    // pod would leave node-b; counting none (a new revision's pod), both.
+    let admin = api.kubeconfig(ADMIN_TOKEN, ns);
+    let r = pg(&admin, &["explain", "--pod", "sts/db", "-o", "json"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(feasible(&r), vec!["node-a"], "{}", r.stderr);
+    assert!(
+        r.stderr.contains("(of its update revision db-new)"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// `explain deploy/NAME` places a new pod of the Deployment's current ReplicaSet: with
@@ -512,7 +567,8 @@ fn deployment_mid_rollout(api: &ApiServer) {
             api,
             &format!("/apis/apps/v1/namespaces/{ns}/replicasets"),
             json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                   "metadata": {"name": format!("roll-{hash}"), "ownerReferences": [{"apiVersion": "apps/v1",
+                   "metadata": {"name": format!("roll-{hash}"), "labels": template(image, Some(hash))["metadata"]["labels"],
+                       "ownerReferences": [{"apiVersion": "apps/v1",
                        "kind": "Deployment", "name": "roll", "uid": deployment["metadata"]["uid"], "controller": true}]},
                    "spec": {"replicas": nodes.len(), "selector": {"matchLabels": {"app": "roll", "pod-template-hash": hash}},
                             "template": template(image, Some(hash))}}),

@@ -181,33 +181,72 @@ async fn current_template_hash(
     // The oldest match, by (creationTimestamp, name) as `ReplicaSetsByCreationTimestamp`
     // orders them (RFC 3339 in UTC: text order is time order), with its hash if it has one.
     let mut oldest: Option<((String, String), Option<String>)> = None;
-    live::list_each(conn, Kind::ReplicaSet, Some(ns), timeout, |rs| {
-        let controlled = rs["metadata"]["ownerReferences"]
-            .as_array()
-            .is_some_and(|o| {
-                o.iter()
-                    .any(|r| r["controller"] == true && r["uid"].as_str() == uid)
-            });
-        if !controlled {
-            return;
-        }
-        let (template, hash) = without_hash(&rs["spec"]["template"]);
-        if template != want {
-            return;
-        }
-        let key = (
-            rs["metadata"]["creationTimestamp"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-            rs["metadata"]["name"].as_str().unwrap_or("").to_string(),
-        );
-        if oldest.as_ref().is_none_or(|(k, _)| key < *k) {
-            oldest = Some((key, hash));
-        }
-    })
+    // Only the ReplicaSets the Deployment's selector picks, as the controller's lister does
+    // (those it controls match it); one it cannot express is listed without a selector.
+    let selector = serde_json::from_value::<
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    >(deployment["spec"]["selector"].clone())
+    .ok()
+    .and_then(|s| kube::core::Selector::try_from(s).ok());
+    live::list_each(
+        conn,
+        Kind::ReplicaSet,
+        Some(ns),
+        selector.as_ref(),
+        timeout,
+        |rs| {
+            let controlled = rs["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|o| {
+                    o.iter()
+                        .any(|r| r["controller"] == true && r["uid"].as_str() == uid)
+                });
+            if !controlled {
+                return;
+            }
+            let (template, hash) = without_hash(&rs["spec"]["template"]);
+            if template != want {
+                return;
+            }
+            let key = (
+                rs["metadata"]["creationTimestamp"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                rs["metadata"]["name"].as_str().unwrap_or("").to_string(),
+            );
+            if oldest.as_ref().is_none_or(|(k, _)| key < *k) {
+                oldest = Some((key, hash));
+            }
+        },
+    )
     .await?;
     Ok(oldest.and_then(|(_, hash)| hash))
+}
+
+/// The revision a new pod of a live StatefulSet (either) or CloneSet is created at: the
+/// `status.updateRevision` its controller keeps (a StatefulSet's pods below a rolling update's
+/// partition stay at the current revision, but a pod added by scaling up is above it).
+fn update_revision(kind: Kind, v: &Value) -> Option<&str> {
+    match kind {
+        Kind::StatefulSet | Kind::KruiseStatefulSet | Kind::CloneSet => v["status"]
+            ["updateRevision"]
+            .as_str()
+            .filter(|r| !r.is_empty()),
+        _ => None,
+    }
+}
+
+/// The labels a pod of `revision` carries: its controller-revision-hash is the revision's
+/// name (`setPodRevision`), and OpenKruise's CloneSet also writes the name's last segment as
+/// pod-template-hash (`WriteRevisionHash`).
+fn revision_labels(kind: Kind, revision: &str) -> Vec<(&'static str, &str)> {
+    let mut labels = vec![("controller-revision-hash", revision)];
+    if kind == Kind::CloneSet {
+        let short = revision.rsplit('-').next().unwrap_or(revision);
+        labels.push((POD_TEMPLATE_HASH, short));
+    }
+    labels
 }
 
 /// What `explain` found, what it placed, and what its filters did not weigh.
@@ -264,16 +303,10 @@ pub fn explain(
                 if kind == Kind::Deployment && target.template.merges_label(POD_TEMPLATE_HASH) {
                     with_current_hash(&conn, &ns, &v, args.timeout(), &mut target).await;
                 }
-                // A CloneSet's new pod is of its update revision, whose name's last segment
-                // Kruise also writes as pod-template-hash (`WriteRevisionHash`).
-                if let (Kind::CloneSet, Some(revision)) =
-                    (kind, v["status"]["updateRevision"].as_str())
-                {
-                    let short = revision.rsplit('-').next().unwrap_or(revision);
-                    target
-                        .template
-                        .set_carried_label("controller-revision-hash", revision);
-                    target.template.set_carried_label(POD_TEMPLATE_HASH, short);
+                if let Some(revision) = update_revision(kind, &v) {
+                    for (key, value) in revision_labels(kind, revision) {
+                        target.template.set_carried_label(key, value);
+                    }
                     target
                         .description
                         .push_str(&format!(" (of its update revision {revision})"));
@@ -446,7 +479,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
                 continue;
             }
             let ns = run.namespace.as_deref();
-            let listed = live::list_each(&conn, kind, ns, run.args.timeout(), |v| {
+            let listed = live::list_each(&conn, kind, ns, None, run.args.timeout(), |v| {
                 read += 1;
                 progress.update("workloads", read);
                 audit_one(
@@ -608,6 +641,47 @@ fn audit_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A new pod of a live StatefulSet (either) or CloneSet is of its update revision, and
+    /// carries its labels: a spread constraint with `matchLabelKeys:
+    /// [controller-revision-hash]` counts only that revision's pods.
+    #[test]
+    fn a_new_pod_of_a_live_workload_carries_its_update_revision() {
+        let status = serde_json::json!({"status": {"currentRevision": "web-5d8f7c", "updateRevision": "web-7b9c6d"}});
+        let cases: [(Kind, &[(&str, &str)]); 5] = [
+            (
+                Kind::StatefulSet,
+                &[("controller-revision-hash", "web-7b9c6d")],
+            ),
+            (
+                Kind::KruiseStatefulSet,
+                &[("controller-revision-hash", "web-7b9c6d")],
+            ),
+            (
+                Kind::CloneSet,
+                &[
+                    ("controller-revision-hash", "web-7b9c6d"),
+                    ("pod-template-hash", "7b9c6d"),
+                ],
+            ),
+            // A Deployment's revision is its ReplicaSet's, a DaemonSet's is not in its status.
+            (Kind::Deployment, &[]),
+            (Kind::DaemonSet, &[]),
+        ];
+        for (kind, want) in cases {
+            let got = update_revision(kind, &status)
+                .map(|r| revision_labels(kind, r))
+                .unwrap_or_default();
+            assert_eq!(got, want, "{kind:?}");
+        }
+        // Before its controller's first sync there is none.
+        let fresh = serde_json::json!({"status": {"updateRevision": ""}});
+        assert_eq!(update_revision(Kind::StatefulSet, &fresh), None);
+        assert_eq!(
+            update_revision(Kind::CloneSet, &serde_json::json!({})),
+            None
+        );
+    }
 
     /// A pod that already runs on a node its namespace's policy fences off is reported at
     /// `spec.nodeName`, besides what its selection could reach; one on an allowed node is not.

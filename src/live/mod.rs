@@ -289,11 +289,13 @@ pub async fn served(cl: &Connection, kind: Kind, timeout: Duration) -> Result<bo
     }
 }
 
-/// Every object of a kind, a page at a time, handed to `each` and dropped.
+/// Every object of a kind (those `labels` selects, when given), a page at a time, handed to
+/// `each` and dropped.
 pub async fn list_each(
     cl: &Connection,
     kind: Kind,
     namespace: Option<&str>,
+    labels: Option<&kube::core::Selector>,
     timeout: Duration,
     mut each: impl FnMut(Value),
 ) -> Result<usize, LiveError> {
@@ -326,6 +328,9 @@ pub async fn list_each(
     let mut n = 0;
     loop {
         let mut lp = ListParams::default().limit(cl.page);
+        if let Some(l) = labels {
+            lp = lp.labels_from(l);
+        }
         if let Some(t) = &token {
             lp = lp.continue_token(t);
         }

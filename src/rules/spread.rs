@@ -677,7 +677,12 @@ pub fn defaults(t: &PodTemplate, namespace: &str, cfg: &SpreadDefaults) -> Defau
     }
     let labels = t.template_meta().labels();
     let (selector, mut keys) = match (&t.selector, t.kind) {
-        (Some(sel), Kind::Deployment) => (sel.clone(), vec![POD_TEMPLATE_HASH.to_string()]),
+        // Both controllers label each pod with its revision's pod-template-hash (OpenKruise's
+        // `WriteRevisionHash`, also on an in-place update), so a rollout spreads its new pods
+        // among themselves instead of counting the pods it is about to replace.
+        (Some(sel), Kind::Deployment | Kind::CloneSet) => {
+            (sel.clone(), vec![POD_TEMPLATE_HASH.to_string()])
+        }
         (Some(sel), k) if k != Kind::Pod => (sel.clone(), Vec::new()),
         _ => {
             let picked: BTreeMap<String, String> = labels

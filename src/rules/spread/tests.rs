@@ -470,9 +470,21 @@ fn defaulting_decisions() {
         "web"
     );
 
+    // An OpenKruise CloneSet's pods carry their revision's pod-template-hash too.
+    let cloneset = json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {}}}});
+    let (_, constraints) = added(defaulted(Kind::CloneSet, cloneset));
+    assert_eq!(
+        constraints[0].match_label_keys.as_deref(),
+        Some(&["pod-template-hash".to_string()][..])
+    );
+
+    // A StatefulSet's (either's) pods have a revision label, but a StatefulSet replaces its
+    // pods one by one in place of their ordinals: spreading within a revision would not help.
     let sts = json!({"spec": {"selector": {"matchLabels": {"app": "db"}}, "template": {"metadata": {"labels": {"app": "db"}}, "spec": {}}}});
-    let (_, constraints) = added(defaulted(Kind::StatefulSet, sts));
-    assert_eq!(constraints[0].match_label_keys, None);
+    for kind in [Kind::StatefulSet, Kind::KruiseStatefulSet] {
+        let (_, constraints) = added(defaulted(kind, sts.clone()));
+        assert_eq!(constraints[0].match_label_keys, None, "{kind:?}");
+    }
 
     let bare = json!({"metadata": {"labels": {"app": "web", "tier": "x", "pod-template-hash": "abc"}}, "spec": {}});
     let (path, constraints) = added(defaulted(Kind::Pod, bare));
