@@ -14,7 +14,9 @@ CPU per request over ours (1.0: as cheap as answering a fixed allow). Closed loo
 connections, BENCH_RUNS alternating runs per case (the median is printed), then a fixed offered
 rate with latency correction (percentiles without coordinated omission) at 64 and 8
 connections in the same pinned setting, also BENCH_RUNS alternating runs per case (one run's
-p50 ratio moved by a third from run to run on this shared machine), and the server's RSS sampled throughout.
+p50 ratio moved by a third from run to run on this shared machine; with the defaults this
+phase takes 2 x 4 x 3 x 2 x 8 s, about 6.5 minutes), and the server's RSS sampled throughout.
+Each pair of runs starts with the baseline and ours by turns, so neither always runs first.
 Every figure is printed with its ratio to the baseline measured in the same run.
 Environment: BENCH_SECONDS (closed-loop run length, default 8), BENCH_RUNS (default 3),
 BENCH_QUICK=1 (closed loop only),
@@ -22,7 +24,7 @@ BENCH_RATE (default 2000),
 BENCH_SOAK (seconds of the fixed-rate run on /validate used for the memory figure, default 30;
 300 for the 5-minute check).
 """
-import json, os, shutil, subprocess, sys, tempfile, time, threading
+import json, os, shutil, statistics, subprocess, sys, tempfile, time, threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIX = os.path.join(ROOT, "testdata", "admission-reviews")
@@ -125,6 +127,24 @@ def run_oha(url, body, conns, seconds, rate=None, pid=None):
             "ok": s.get("successRate", 0), "codes": codes, "cpu_us": cpu * 1e6 / n}
 
 
+def alternating(runs, baseline, ours):
+    """`runs` pairs of (baseline, ours) results, the baseline first in even pairs and ours in
+    odd ones."""
+    theirs_all, ours_all = [], []
+    for i in range(runs):
+        if i % 2 == 0:
+            theirs_all.append(baseline())
+            ours_all.append(ours())
+        else:
+            ours_all.append(ours())
+            theirs_all.append(baseline())
+    return theirs_all, ours_all
+
+
+def non_200(results):
+    return {k: v for r in results for k, v in r["codes"].items() if k != "200"}
+
+
 def main():
     subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "placement-guard", "--example", "noop_server"],
                    cwd=ROOT, check=True)
@@ -144,14 +164,12 @@ def main():
             print(f"  {os.path.getsize(body):>6} bytes  {name}")
         print("\n## closed loop, 64 connections: server CPU per request (µs) and capacity ratio (baseline CPU / ours); requests/s")
         for name, path, body in bodies:
-            ours, theirs = [], []
-            for _ in range(RUNS):
-                theirs.append(run_oha(b_url + path, body, 64, SECONDS, pid=base.pid))
-                ours.append(run_oha(s_url + path, body, 64, SECONDS, pid=server.pid))
-            med = lambda xs, k: sorted(x[k] for x in xs)[len(xs) // 2]
+            theirs, ours = alternating(RUNS, lambda: run_oha(b_url + path, body, 64, SECONDS, pid=base.pid),
+                                       lambda: run_oha(s_url + path, body, 64, SECONDS, pid=server.pid))
+            med = lambda xs, k: statistics.median(x[k] for x in xs)
             caps = sorted(b["cpu_us"] / r["cpu_us"] for b, r in zip(theirs, ours))
-            bad = {k: v for r in ours for k, v in r["codes"].items() if k != "200"}
-            print(f"{name:<52} cpu {med(ours, 'cpu_us'):5.1f} vs {med(theirs, 'cpu_us'):5.1f}  capacity ratio {caps[len(caps) // 2]:.2f}"
+            bad = non_200(ours)
+            print(f"{name:<52} cpu {med(ours, 'cpu_us'):5.1f} vs {med(theirs, 'cpu_us'):5.1f}  capacity ratio {statistics.median(caps):.2f}"
                   f" ({caps[0]:.2f}-{caps[-1]:.2f})  req/s {med(ours, 'rps'):7.0f} vs {med(theirs, 'rps'):7.0f}"
                   + (f"  non-200: {bad}" if bad else ""))
         if QUICK:
@@ -160,15 +178,15 @@ def main():
             print(f"\n## fixed rate {RATE}/s, {conns} connections, latency corrected: median of {RUNS} alternating runs,"
                   f" p50 / p99 in ms (p50 ratio: median of the runs' ratios, with their range)")
             for name, path, body in bodies:
-                ours, theirs = [], []
-                for _ in range(RUNS):
-                    theirs.append(run_oha(b_url + path, body, conns, SECONDS, RATE))
-                    ours.append(run_oha(s_url + path, body, conns, SECONDS, RATE))
-                med = lambda xs: sorted(xs)[len(xs) // 2]
+                theirs, ours = alternating(RUNS, lambda: run_oha(b_url + path, body, conns, SECONDS, RATE),
+                                           lambda: run_oha(s_url + path, body, conns, SECONDS, RATE))
+                med = lambda xs, k: statistics.median(x[k] for x in xs)
                 ratios = sorted(r["p50"] / max(b["p50"], 1e-9) for b, r in zip(theirs, ours))
-                print(f"{name:<52} p50 {med([r['p50'] for r in ours]):.3f} (baseline {med([b['p50'] for b in theirs]):.3f},"
-                      f" ratio {med(ratios):.2f}, {ratios[0]:.2f}-{ratios[-1]:.2f})"
-                      f"  p99 {med([r['p99'] for r in ours]):.3f} (baseline {med([b['p99'] for b in theirs]):.3f})")
+                bad = non_200(ours)
+                print(f"{name:<52} p50 {med(ours, 'p50'):.3f} (baseline {med(theirs, 'p50'):.3f},"
+                      f" ratio {statistics.median(ratios):.2f}, {ratios[0]:.2f}-{ratios[-1]:.2f})"
+                      f"  p99 {med(ours, 'p99'):.3f} (baseline {med(theirs, 'p99'):.3f})"
+                      + (f"  non-200: {bad}" if bad else ""))
         print(f"\n## memory: {SOAK}s at {RATE}/s on /validate")
         start_rss = rss_kib(server.pid)
         run_oha(s_url + bodies[0][1], bodies[0][2], 64, SOAK, RATE)

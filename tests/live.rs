@@ -500,7 +500,7 @@ fn statefulset_mid_rollout(api: &ApiServer) {
     // Its status as the controller leaves it mid-rollout (no controller-manager here).
     let (code, body) = api.patch(
         &format!("{path}/db/status"),
-        &json!({"status": {"replicas": 3, "currentRevision": "db-old", "updateRevision": "db-new"}}),
+        &json!({"status": {"observedGeneration": 1, "replicas": 3, "currentRevision": "db-old", "updateRevision": "db-new"}}),
     );
     assert_eq!(code, 200, "{body}");
     // The update revision's pod on node-b, two of the current revision's on node-a.
@@ -556,6 +556,20 @@ fn deployment_mid_rollout(api: &ApiServer) {
                         "template": template("nginx:2", None)}}),
     );
     assert_eq!(code, 201, "{deployment}");
+    // A ReplicaSet it controlled with its template, relabelled out of its selector: the
+    // controller releases it (`ClaimReplicaSets`), so it is not the current one, though it is
+    // the oldest match by (creationTimestamp, name).
+    let released = template("nginx:2", Some("rel"));
+    created(
+        api,
+        &format!("/apis/apps/v1/namespaces/{ns}/replicasets"),
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+               "metadata": {"name": "roll-a-released", "labels": {"app": "elsewhere"},
+                   "ownerReferences": [{"apiVersion": "apps/v1",
+                   "kind": "Deployment", "name": "roll", "uid": deployment["metadata"]["uid"], "controller": true}]},
+               "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "roll", "pod-template-hash": "rel"}},
+                        "template": released}}),
+    );
     // Its ReplicaSets as the controller leaves them mid-rollout (no controller-manager here):
     // the current one (the Deployment's template) with a pod on node-b, the old one with two on
     // node-a.

@@ -6,6 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use crate::ci::check::Checker;
@@ -181,13 +182,13 @@ async fn current_template_hash(
     // The oldest match, by (creationTimestamp, name) as `ReplicaSetsByCreationTimestamp`
     // orders them (RFC 3339 in UTC: text order is time order), with its hash if it has one.
     let mut oldest: Option<((String, String), Option<String>)> = None;
-    // Only the ReplicaSets the Deployment's selector picks, as the controller's lister does
-    // (those it controls match it); one it cannot express is listed without a selector.
-    let selector = serde_json::from_value::<
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
-    >(deployment["spec"]["selector"].clone())
-    .ok()
-    .and_then(|s| kube::core::Selector::try_from(s).ok());
+    // The controller keeps only the ReplicaSets its selector matches (`ClaimReplicaSets`
+    // releases a controlled one that no longer does), so only those are listed. A selector
+    // that does not convert (invalid; apps/v1 refuses those) lists them all. Adopting
+    // orphans is not modelled: an orphan is not controlled.
+    let selector = serde_json::from_value::<LabelSelector>(deployment["spec"]["selector"].clone())
+        .ok()
+        .and_then(|s| kube::core::Selector::try_from(s).ok());
     live::list_each(
         conn,
         Kind::ReplicaSet,
@@ -224,26 +225,86 @@ async fn current_template_hash(
     Ok(oldest.and_then(|(_, hash)| hash))
 }
 
-/// The revision a new pod of a live StatefulSet (either) or CloneSet is created at: the
-/// `status.updateRevision` its controller keeps (a StatefulSet's pods below a rolling update's
-/// partition stay at the current revision, but a pod added by scaling up is above it).
-fn update_revision(kind: Kind, v: &Value) -> Option<&str> {
-    match kind {
-        Kind::StatefulSet | Kind::KruiseStatefulSet | Kind::CloneSet => v["status"]
-            ["updateRevision"]
-            .as_str()
-            .filter(|r| !r.is_empty()),
-        _ => None,
+/// The revision a new pod of a live StatefulSet or CloneSet is created at, as far as the
+/// object tells.
+#[derive(Debug, PartialEq)]
+enum NewPodRevision<'a> {
+    /// Not a kind whose revision the object names, or no revision yet: the pod is placed as
+    /// the first of a new revision.
+    NotNamed,
+    /// `status.updateRevision`: the pod is built from `spec.template` and labelled with it.
+    Update(&'a str),
+    /// The pod may be of another revision than `spec.template`'s; why, for a caveat (it is
+    /// placed as the first of a new revision).
+    Unsure(String),
+}
+
+/// [`NewPodRevision`] of a live object: a new pod (a StatefulSet's next ordinal, a CloneSet's
+/// next replica) is of `status.updateRevision` unless the controller has not yet seen the
+/// latest spec (the status names an earlier template's revision) or a rolling update's
+/// partition keeps it at the current revision: a StatefulSet's pod of ordinal `replicas` (from
+/// the start ordinal) when `partition > replicas` (`newVersionedStatefulSetPod`; OpenKruise's
+/// ordered update alike), a CloneSet's while fewer than `partition` pods are at the current
+/// revision (`scaleUpNumOldRevision`), which the object alone does not tell.
+fn new_pod_revision(kind: Kind, v: &Value) -> NewPodRevision<'_> {
+    if !matches!(
+        kind,
+        Kind::StatefulSet | Kind::KruiseStatefulSet | Kind::CloneSet
+    ) {
+        return NewPodRevision::NotNamed;
+    }
+    let status = &v["status"];
+    let Some(update) = status["updateRevision"].as_str().filter(|r| !r.is_empty()) else {
+        return NewPodRevision::NotNamed;
+    };
+    let (generation, observed) = (
+        v["metadata"]["generation"].as_i64().unwrap_or(0),
+        status["observedGeneration"].as_i64().unwrap_or(0),
+    );
+    if observed < generation {
+        return NewPodRevision::Unsure(format!(
+            "its controller has not yet observed its latest spec (status.observedGeneration {observed}, metadata.generation {generation}), so status.updateRevision {update} may be an earlier template's: its pod is placed as the first of a new revision"
+        ));
+    }
+    let current = status["currentRevision"].as_str().unwrap_or("");
+    if current.is_empty() || current == update {
+        return NewPodRevision::Update(update);
+    }
+    let strategy = &v["spec"]["updateStrategy"];
+    let held = match kind {
+        Kind::CloneSet => {
+            let partition = &strategy["partition"];
+            let set = partition.as_i64().is_some_and(|p| p > 0)
+                || partition
+                    .as_str()
+                    .is_some_and(|p| !p.trim_end_matches('%').trim_start_matches('0').is_empty());
+            set.then(|| format!("its update is held by partition {partition}, which keeps pods at the current revision {current} (built from that revision's template, not spec.template) while fewer are there"))
+        }
+        _ => {
+            let rolling = strategy["type"]
+                .as_str()
+                .is_none_or(|t| t == "RollingUpdate");
+            let partition = strategy["rollingUpdate"]["partition"].as_i64().unwrap_or(0);
+            let replicas = v["spec"]["replicas"].as_i64().unwrap_or(1);
+            (rolling && partition > replicas).then(|| format!("its rolling update is held by partition {partition}, above its {replicas} replica(s), so a new pod is of the current revision {current}, built from that revision's template, not spec.template"))
+        }
+    };
+    match held {
+        Some(why) => NewPodRevision::Unsure(format!(
+            "{why}: its pod is placed as the first of a new revision"
+        )),
+        None => NewPodRevision::Update(update),
     }
 }
 
 /// The labels a pod of `revision` carries: its controller-revision-hash is the revision's
 /// name (`setPodRevision`), and OpenKruise's CloneSet also writes the name's last segment as
-/// pod-template-hash (`WriteRevisionHash`).
+/// pod-template-hash (`WriteRevisionHash`; with Kruise's `CloneSetShortHash` feature gate on,
+/// the controller-revision-hash is that short hash too, which this does not know).
 fn revision_labels(kind: Kind, revision: &str) -> Vec<(&'static str, &str)> {
     let mut labels = vec![("controller-revision-hash", revision)];
     if kind == Kind::CloneSet {
-        let short = revision.rsplit('-').next().unwrap_or(revision);
+        let short = revision.rsplit_once('-').map_or(revision, |(_, h)| h);
         labels.push((POD_TEMPLATE_HASH, short));
     }
     labels
@@ -303,13 +364,17 @@ pub fn explain(
                 if kind == Kind::Deployment && target.template.merges_label(POD_TEMPLATE_HASH) {
                     with_current_hash(&conn, &ns, &v, args.timeout(), &mut target).await;
                 }
-                if let Some(revision) = update_revision(kind, &v) {
-                    for (key, value) in revision_labels(kind, revision) {
-                        target.template.set_carried_label(key, value);
+                match new_pod_revision(kind, &v) {
+                    NewPodRevision::Update(revision) => {
+                        for (key, value) in revision_labels(kind, revision) {
+                            target.template.set_carried_label(key, value);
+                        }
+                        target
+                            .description
+                            .push_str(&format!(" (of its update revision {revision})"));
                     }
-                    target
-                        .description
-                        .push_str(&format!(" (of its update revision {revision})"));
+                    NewPodRevision::Unsure(why) => target.caveats.push(why),
+                    NewPodRevision::NotNamed => {}
                 }
                 target
             }
@@ -642,45 +707,89 @@ fn audit_one(
 mod tests {
     use super::*;
 
-    /// A new pod of a live StatefulSet (either) or CloneSet is of its update revision, and
-    /// carries its labels: a spread constraint with `matchLabelKeys:
-    /// [controller-revision-hash]` counts only that revision's pods.
+    /// A new pod of a live StatefulSet (apps/v1's or OpenKruise's) or CloneSet is of its
+    /// update revision, and carries that revision's labels; unless the controller has not seen
+    /// the latest spec, or a partition keeps new pods at the current revision.
     #[test]
-    fn a_new_pod_of_a_live_workload_carries_its_update_revision() {
-        let status = serde_json::json!({"status": {"currentRevision": "web-5d8f7c", "updateRevision": "web-7b9c6d"}});
-        let cases: [(Kind, &[(&str, &str)]); 5] = [
-            (
-                Kind::StatefulSet,
-                &[("controller-revision-hash", "web-7b9c6d")],
-            ),
-            (
-                Kind::KruiseStatefulSet,
-                &[("controller-revision-hash", "web-7b9c6d")],
-            ),
-            (
-                Kind::CloneSet,
-                &[
-                    ("controller-revision-hash", "web-7b9c6d"),
-                    ("pod-template-hash", "7b9c6d"),
-                ],
-            ),
-            // A Deployment's revision is its ReplicaSet's, a DaemonSet's is not in its status.
-            (Kind::Deployment, &[]),
-            (Kind::DaemonSet, &[]),
-        ];
-        for (kind, want) in cases {
-            let got = update_revision(kind, &status)
-                .map(|r| revision_labels(kind, r))
-                .unwrap_or_default();
-            assert_eq!(got, want, "{kind:?}");
+    fn a_new_pod_of_a_live_workload_is_of_its_update_revision() {
+        use serde_json::json;
+        use NewPodRevision::{NotNamed, Unsure, Update};
+        let mid_rollout = |spec: Value| {
+            json!({"metadata": {"generation": 2}, "spec": spec,
+                   "status": {"observedGeneration": 2, "currentRevision": "web-5d8f7c", "updateRevision": "web-7b9c6d"}})
+        };
+        let rolling = |partition: i64| {
+            mid_rollout(
+                json!({"replicas": 3, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}}}),
+            )
+        };
+        let unsure = |v: &NewPodRevision| matches!(v, Unsure(_));
+        for kind in [Kind::StatefulSet, Kind::KruiseStatefulSet] {
+            // A pod added by scaling up has ordinal `replicas`: the partition holds it only
+            // when above that.
+            assert_eq!(new_pod_revision(kind, &rolling(0)), Update("web-7b9c6d"));
+            assert_eq!(new_pod_revision(kind, &rolling(3)), Update("web-7b9c6d"));
+            let held = rolling(999);
+            let held = new_pod_revision(kind, &held);
+            assert!(unsure(&held), "{kind:?}: {held:?}");
+            let on_delete =
+                mid_rollout(json!({"replicas": 3, "updateStrategy": {"type": "OnDelete"}}));
+            assert_eq!(new_pod_revision(kind, &on_delete), Update("web-7b9c6d"));
         }
-        // Before its controller's first sync there is none.
-        let fresh = serde_json::json!({"status": {"updateRevision": ""}});
-        assert_eq!(update_revision(Kind::StatefulSet, &fresh), None);
+        let cloneset = |partition: Value| {
+            mid_rollout(json!({"replicas": 3, "updateStrategy": {"partition": partition}}))
+        };
+        for p in [json!(0), json!("0%"), Value::Null] {
+            assert_eq!(
+                new_pod_revision(Kind::CloneSet, &cloneset(p.clone())),
+                Update("web-7b9c6d"),
+                "{p}"
+            );
+        }
+        for p in [json!(1), json!("50%")] {
+            assert!(
+                unsure(&new_pod_revision(Kind::CloneSet, &cloneset(p.clone()))),
+                "{p}"
+            );
+        }
+        // Once the rollout is done a partition holds nothing back.
+        let mut done = rolling(999);
+        done["status"]["currentRevision"] = json!("web-7b9c6d");
         assert_eq!(
-            update_revision(Kind::CloneSet, &serde_json::json!({})),
-            None
+            new_pod_revision(Kind::StatefulSet, &done),
+            Update("web-7b9c6d")
         );
+        // The status of an earlier spec may name an earlier template's revision.
+        let mut stale = rolling(0);
+        stale["metadata"]["generation"] = json!(3);
+        match new_pod_revision(Kind::StatefulSet, &stale) {
+            Unsure(why) => assert!(
+                why.contains("observedGeneration 2, metadata.generation 3"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Before the controller's first sync there is none; a Deployment's revision is its
+        // ReplicaSet's, and a DaemonSet's is not in its status.
+        let fresh = json!({"status": {"updateRevision": ""}});
+        assert_eq!(new_pod_revision(Kind::StatefulSet, &fresh), NotNamed);
+        assert_eq!(new_pod_revision(Kind::CloneSet, &json!({})), NotNamed);
+        assert_eq!(new_pod_revision(Kind::Deployment, &rolling(0)), NotNamed);
+        assert_eq!(new_pod_revision(Kind::DaemonSet, &rolling(0)), NotNamed);
+
+        assert_eq!(
+            revision_labels(Kind::CloneSet, "web-7b9c6d"),
+            [
+                ("controller-revision-hash", "web-7b9c6d"),
+                ("pod-template-hash", "7b9c6d")
+            ]
+        );
+        for kind in [Kind::StatefulSet, Kind::KruiseStatefulSet] {
+            assert_eq!(
+                revision_labels(kind, "web-7b9c6d"),
+                [("controller-revision-hash", "web-7b9c6d")]
+            );
+        }
     }
 
     /// A pod that already runs on a node its namespace's policy fences off is reported at

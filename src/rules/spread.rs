@@ -677,9 +677,9 @@ pub fn defaults(t: &PodTemplate, namespace: &str, cfg: &SpreadDefaults) -> Defau
     }
     let labels = t.template_meta().labels();
     let (selector, mut keys) = match (&t.selector, t.kind) {
-        // Both controllers label each pod with its revision's pod-template-hash (OpenKruise's
-        // `WriteRevisionHash`, also on an in-place update), so a rollout spreads its new pods
-        // among themselves instead of counting the pods it is about to replace.
+        // Both controllers label each pod they create with its revision's pod-template-hash
+        // (OpenKruise's `WriteRevisionHash`), so each revision's pods spread among themselves,
+        // whatever the mix of revisions mid-rollout.
         (Some(sel), Kind::Deployment | Kind::CloneSet) => {
             (sel.clone(), vec![POD_TEMPLATE_HASH.to_string()])
         }

@@ -478,7 +478,7 @@ fn defaulting_decisions() {
         Some(&["pod-template-hash".to_string()][..])
     );
 
-    // A StatefulSet's (either's) pods have a revision label, but a StatefulSet replaces its
+    // A StatefulSet's pods (apps/v1's or OpenKruise's) have a revision label, but a StatefulSet replaces its
     // pods one by one in place of their ordinals: spreading within a revision would not help.
     let sts = json!({"spec": {"selector": {"matchLabels": {"app": "db"}}, "template": {"metadata": {"labels": {"app": "db"}}, "spec": {}}}});
     for kind in [Kind::StatefulSet, Kind::KruiseStatefulSet] {
