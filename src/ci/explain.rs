@@ -17,16 +17,34 @@ pub struct ExplainError(pub String);
 /// Builds a snapshot from a dump of Nodes, Pods and Namespaces (`kubectl get
 /// nodes,pods,namespaces -A -o json|yaml`), streamed: pods that are not bound, or have finished,
 /// take nothing. A pod bound to a node the dump lacks is an error: the dump is incomplete.
-pub fn cluster_from(input: impl std::io::Read + Send) -> Result<Cluster, ExplainError> {
-    let (cluster, counts) = crate::core::snapshot::read_dump(input, false).map_err(ExplainError)?;
+/// A cluster dump's snapshot, and notes on what of the dump it left out.
+pub fn cluster_from(
+    input: impl std::io::Read + Send,
+) -> Result<(Cluster, Vec<String>), ExplainError> {
+    // Lenient: a dump may hold the pods of a node deleted since (the pod garbage collector
+    // has not got to them yet); they run nowhere, as the live cluster's are taken.
+    let (cluster, counts) = crate::core::snapshot::read_dump(input, true).map_err(ExplainError)?;
     // Every cluster has namespaces: a dump with no object at all is a `kubectl get ... >
-    // dump` that failed, not a cluster where no node fits.
+    // dump` that failed (or a manifest), not a cluster where no node fits.
     if counts.objects() == 0 {
         return Err(ExplainError(
             "the dump holds no Node, Pod or Namespace: write it with `kubectl get nodes,pods,namespaces -A -o json`".into(),
         ));
     }
-    Ok(cluster)
+    let mut notes = Vec::new();
+    if counts.orphan_pods > 0 {
+        notes.push(format!(
+            "{} pod(s) of the dump are bound to nodes it does not hold (deleted nodes' pods, which the pod garbage collector deletes): they run nowhere and are left out",
+            counts.orphan_pods
+        ));
+    }
+    if counts.other_objects > 0 {
+        notes.push(format!(
+            "{} object(s) of the dump are not Nodes, Pods or Namespaces: the filters do not read them",
+            counts.other_objects
+        ));
+    }
+    Ok((cluster, notes))
 }
 
 fn type_of(v: &Value) -> (&str, &str) {
@@ -523,7 +541,7 @@ spec:
 "#;
 
     fn run() -> Vec<NodeResult> {
-        let cluster = cluster_from(SNAPSHOT.as_bytes()).unwrap();
+        let (cluster, _) = cluster_from(SNAPSHOT.as_bytes()).unwrap();
         let (pod, ns) = pod_from(&manifest::parse(POD).unwrap()).unwrap();
         filter::evaluate(&cluster, &pod, &ns)
     }
@@ -537,14 +555,29 @@ spec:
     #[test]
     fn bad_snapshots_are_refused_with_the_reason() {
         let cases = [
-            ("apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n", "unsupported kind \"ConfigMap\" in the cluster snapshot; expected Node, Pod or Namespace at line 4, column 3"),
-            ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d}\nspec: {nodeName: ghost}\n", "pod d/p is bound to node \"ghost\", which is not in the snapshot"),
+            // Nothing a snapshot takes: a manifest, or a `kubectl get` of something else.
+            ("apiVersion: v1\nkind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: c}\n", "the dump holds no Node, Pod or Namespace: write it with `kubectl get nodes,pods,namespaces -A -o json`"),
             ("apiVersion: v1\nkind: Node\nmetadata:\n  labels: [1]\n", "expected mapping start at line 4, column 11"),
         ];
         for (text, want) in cases {
             let err = cluster_from(text.as_bytes()).unwrap_err();
             assert_eq!(err.0, want);
         }
+        // A dump of `kubectl get all`, and a pod of a node deleted since: the rest is read,
+        // and what was left out is noted.
+        let (cluster, notes) = cluster_from(
+            "apiVersion: v1\nkind: List\nitems:\n- {kind: Node, metadata: {name: n1}}\n- {kind: Deployment, apiVersion: apps/v1, metadata: {name: web}, spec: {replicas: 2, template: {spec: {containers: [{name: c}]}}}}\n- {kind: Service, apiVersion: v1, metadata: {name: web}, spec: {selector: {app: web}, ports: [{port: 80}]}}\n- {kind: Pod, metadata: {name: p, namespace: d}, spec: {nodeName: ghost}}\n- {kind: Pod, metadata: {name: q, namespace: d}, spec: {nodeName: n1}}\n"
+                .as_bytes(),
+        )
+        .unwrap();
+        assert!(cluster.node_index("n1").is_some());
+        assert_eq!(
+            notes,
+            [
+                "1 pod(s) of the dump are bound to nodes it does not hold (deleted nodes' pods, which the pod garbage collector deletes): they run nowhere and are left out",
+                "2 object(s) of the dump are not Nodes, Pods or Namespaces: the filters do not read them",
+            ]
+        );
         let err =
             pod_from(&manifest::parse("apiVersion: v1\nkind: Service\n").unwrap()).unwrap_err();
         assert_eq!(

@@ -97,22 +97,12 @@ pub struct Target {
 
 fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, String> {
     let mut template = workload::parse_value(kind, v).map_err(|e| e.to_string())?;
-    let mut bound = None;
     let phase = v["status"]["phase"].as_str().unwrap_or("");
-    if kind == Kind::Pod {
-        if let Some(node) = template.spec.node_name.take().filter(|n| !n.is_empty()) {
-            if phase != "Succeeded" && phase != "Failed" {
-                let pod = bound_pod(
-                    name.to_string(),
-                    ns.to_string(),
-                    template.template_meta().labels().clone(),
-                    !v["metadata"]["deletionTimestamp"].is_null(),
-                    &template.spec,
-                );
-                bound = Some((node, pod));
-            }
-        }
-    }
+    let bound = if kind == Kind::Pod {
+        take_binding(&mut template, name, ns, v)
+    } else {
+        None
+    };
     let description = match (kind, &bound) {
         (Kind::Pod, Some((node, _))) => format!(
             "pod {ns}/{name} is bound to {node}; explained as if it were scheduled now, without itself"
@@ -120,13 +110,43 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
         (Kind::Pod, None) => format!("pod {ns}/{name} ({})", if phase.is_empty() { "no phase" } else { phase }),
         _ => format!("{} {ns}/{name}: a new pod of its template", kind.display()),
     };
+    let mut caveats = crate::ci::explain::caveats(kind, v);
+    if kind == Kind::Pod && (phase == "Succeeded" || phase == "Failed") {
+        caveats.push(format!(
+            "the pod has finished ({phase}): nothing schedules it again; it is placed as a new pod of the same spec"
+        ));
+    }
     Ok(Target {
         template,
         namespace: ns.to_string(),
         bound,
         description,
-        caveats: crate::ci::explain::caveats(kind, v),
+        caveats,
     })
+}
+
+/// The node a running pod is bound to and the pod as the cluster counts it there, with the
+/// binding taken off `template`, so the pod is placed as if it were scheduled now, without
+/// itself. `None` for a pod that is not bound, or has finished (a cluster counts it nowhere;
+/// its binding is taken off all the same).
+pub fn take_binding(
+    template: &mut PodTemplate,
+    name: &str,
+    ns: &str,
+    v: &Value,
+) -> Option<(String, crate::core::cluster::BoundPod)> {
+    let node = template.spec.node_name.take().filter(|n| !n.is_empty())?;
+    if matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
+        return None;
+    }
+    let pod = bound_pod(
+        name.to_string(),
+        ns.to_string(),
+        template.template_meta().labels().clone(),
+        !v["metadata"]["deletionTimestamp"].is_null(),
+        &template.spec,
+    );
+    Some((node, pod))
 }
 
 /// A new pod of a live Deployment belongs to its current ReplicaSet and carries its

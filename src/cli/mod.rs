@@ -908,14 +908,18 @@ pub(crate) fn read_objects(
 }
 
 /// A cluster dump, streamed from the file (or stdin for `-`).
+/// A dump's snapshot; what it left out of the dump is noted on stderr.
 fn read_cluster(path: &PathBuf) -> Result<crate::core::cluster::Cluster, String> {
     use crate::ci::explain::cluster_from;
-    if path.as_os_str() == "-" {
-        return cluster_from(std::io::stdin()).map_err(|e| e.0);
-    }
-    let f =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    cluster_from(f).map_err(|e| format!("{}: {}", path.display(), e.0))
+    let (cluster, notes) = if path.as_os_str() == "-" {
+        cluster_from(std::io::stdin()).map_err(|e| e.0)?
+    } else {
+        let f = std::fs::File::open(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        cluster_from(f).map_err(|e| format!("{}: {}", path.display(), e.0))?
+    };
+    note_caveats(&notes);
+    Ok(cluster)
 }
 
 fn run_explain_spread(
@@ -991,12 +995,46 @@ fn run_explain(
                 Ok(o) => o,
                 Err(e) => return fail(e),
             };
-            let (template, ns) = match explain::pod_from(&pod_objs) {
+            let (mut template, ns) = match explain::pod_from(&pod_objs) {
                 Ok(p) => p,
                 Err(e) => return fail(format!("{}: {e}", path.display())),
             };
             note_caveats(&explain::file_caveats(&pod_objs));
-            crate::core::filter::evaluate(snapshot, &template, &ns)
+            // A pod taken from the API (it has a uid), bound to a node of the dump: the dump
+            // counts it there, so it is placed as `explain NAME` places a live one, as if it
+            // were scheduled now, without itself.
+            let existing = pod_objs.iter().find(|o| {
+                o.value["kind"] == "Pod"
+                    && o.value["metadata"]["uid"]
+                        .as_str()
+                        .is_some_and(|u| !u.is_empty())
+            });
+            let bound = match existing {
+                Some(o) if template.kind == crate::k8s::workload::Kind::Pod => {
+                    let name = o.value["metadata"]["name"].as_str().unwrap_or("");
+                    live::take_binding(&mut template, name, &ns, &o.value).map(|b| (name, b))
+                }
+                _ => None,
+            };
+            match bound {
+                Some((_, (node, _))) if snapshot.node_index(&node).is_none() => {
+                    note_caveats(&[format!(
+                        "the pod is bound to node {node:?}, which the dump does not have: it runs nowhere, and the pod garbage collector deletes such pods"
+                    )]);
+                    crate::core::filter::evaluate(snapshot, &template, &ns)
+                }
+                Some((name, (node, pod))) => {
+                    eprintln!(
+                        "placement-guard: pod {ns}/{name} is bound to {node}; explained as if it were scheduled now, without itself"
+                    );
+                    let mut without = snapshot.clone();
+                    if let Err(e) = without.remove_pod(&node, &pod) {
+                        return fail(e.to_string());
+                    }
+                    crate::core::filter::evaluate(&without, &template, &ns)
+                }
+                None => crate::core::filter::evaluate(snapshot, &template, &ns),
+            }
         }
         (_, Err(e)) => return fail(e),
         (dump, Ok(_)) => match live::explain(live_args, pod, namespace, dump.as_ref()) {

@@ -82,8 +82,11 @@ pub struct Counts {
     /// Pods not bound to a node, or finished: they take nothing.
     pub unbound_pods: usize,
     pub namespaces: usize,
-    /// Pods bound to a node the snapshot lacks (a live list is not atomic); only when lenient.
+    /// Pods bound to a node the snapshot lacks (a live list is not atomic, a dump may hold a
+    /// node's pods after the node was deleted); only when lenient.
     pub orphan_pods: usize,
+    /// Objects of other kinds (a dump of `kubectl get all`), which the filters do not read.
+    pub other_objects: usize,
 }
 
 impl Counts {
@@ -208,18 +211,19 @@ impl Builder {
     /// Adds one object; `kind` is used when the object does not say (items of a typed list).
     pub fn push(&mut self, obj: SlimObject, kind: Option<&str>) -> Result<(), String> {
         match kind_of(&obj, kind)? {
-            "Node" => {
+            None => self.counts.other_objects += 1,
+            Some("Node") => {
                 self.cluster
                     .add_node(node_of(obj))
                     .map_err(|e| e.to_string())?;
                 self.counts.nodes += 1;
             }
-            "Namespace" => {
+            Some("Namespace") => {
                 let (name, labels) = namespace_of(obj);
                 self.cluster.namespaces.insert(name, labels);
                 self.counts.namespaces += 1;
             }
-            "Pod" => {
+            Some("Pod") => {
                 self.counts.pods += 1;
                 let Some((node, pod)) = bound_of(obj) else {
                     self.counts.unbound_pods += 1;
@@ -252,14 +256,13 @@ impl Builder {
     }
 }
 
-/// The kind of an object the snapshot takes (`kind` when the object does not say).
-fn kind_of<'a>(obj: &'a SlimObject, kind: Option<&'a str>) -> Result<&'a str, String> {
+/// The kind of an object the snapshot takes (`kind` when the object does not say); `None`
+/// for another kind, which is only counted.
+fn kind_of<'a>(obj: &'a SlimObject, kind: Option<&'a str>) -> Result<Option<&'a str>, String> {
     match obj.kind.as_deref().or(kind).unwrap_or("") {
-        k @ ("Node" | "Namespace" | "Pod") => Ok(k),
+        k @ ("Node" | "Namespace" | "Pod") => Ok(Some(k)),
         "" => Err("an object without kind".into()),
-        other => Err(format!(
-            "unsupported kind {other:?} in the cluster snapshot; expected Node, Pod or Namespace"
-        )),
+        _ => Ok(None),
     }
 }
 
@@ -278,10 +281,9 @@ impl Sink for Builder {
 impl Sink for Vec<SlimObject> {
     fn take(&mut self, mut obj: SlimObject, kind: Option<&str>) -> Result<(), String> {
         if obj.kind.is_none() {
-            obj.kind = Some(kind_of(&obj, kind)?.to_string());
-        } else {
-            kind_of(&obj, kind)?;
+            obj.kind = Some(kind.unwrap_or_default().to_string());
         }
+        kind_of(&obj, None)?;
         self.push(obj);
         Ok(())
     }
