@@ -727,6 +727,27 @@ fn audit_one(
 mod tests {
     use super::*;
 
+    /// A running pod is placed without its binding and counted apart; a finished one is placed
+    /// as a new pod of its spec, and a note says nothing schedules it again.
+    #[test]
+    fn live_pods_are_placed_as_if_scheduled_now() {
+        let pod = |phase: &str| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "shop"},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}, "status": {"phase": phase}})
+        };
+        let running = live_target(Kind::Pod, "p", "shop", &pod("Running")).unwrap();
+        assert_eq!(running.bound.as_ref().map(|(n, _)| n.as_str()), Some("n1"));
+        assert_eq!(running.template.spec.node_name, None);
+        assert!(running.caveats.is_empty(), "{:?}", running.caveats);
+        let done = live_target(Kind::Pod, "p", "shop", &pod("Succeeded")).unwrap();
+        assert!(done.bound.is_none());
+        assert_eq!(done.template.spec.node_name, None);
+        assert_eq!(
+            done.caveats,
+            ["the pod has finished (Succeeded): nothing schedules it again; it is placed as a new pod of the same spec"]
+        );
+    }
+
     /// A new pod of a live StatefulSet (apps/v1's or OpenKruise's) or CloneSet is of its
     /// update revision, and carries that revision's labels; unless the controller has not seen
     /// the latest spec, or a partition keeps new pods at the current revision.
