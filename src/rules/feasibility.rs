@@ -263,10 +263,13 @@ fn explained(cluster: &Cluster, side: &NodeSide, results: &[NodeResult]) -> Stri
     let mut text = filter::summary(results);
     if first_rejected_by(results, filter::NODE_AFFINITY) > 0 {
         if let Some((req, n)) = side.most_missed(cluster) {
-            text.push_str(&format!(
-                " Most nodes lack {req} ({n}/{} nodes).",
-                cluster.nodes.len()
-            ));
+            let all = cluster.nodes.len();
+            // "Most" only when it is most; else the count, so a user looks further.
+            text.push_str(&if 2 * n > all {
+                format!(" Most nodes lack {req} ({n}/{all} nodes).")
+            } else {
+                format!(" {n}/{all} node(s) lack {req}, the requirement most missed.")
+            });
         }
     }
     if let Some(t) = taints(results) {

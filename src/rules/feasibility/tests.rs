@@ -282,6 +282,34 @@ fn cases() {
     }
 }
 
+/// The selection's most-missed requirement is called what most nodes lack only when most do;
+/// here taints decide (so the finding points at the tolerations), and one node in four lacks
+/// the label.
+#[test]
+fn the_most_missed_requirement_is_counted_not_called_most() {
+    let tainted = json!({"taints": [{"key": "team", "value": "infra", "effect": "NoSchedule"}]});
+    let c = Cluster::new(
+        vec![
+            node("g1", json!({"pool": "general"}), tainted.clone()),
+            node("g2", json!({"pool": "general"}), tainted.clone()),
+            node("g3", json!({"pool": "general"}), tainted),
+            node("x1", json!({"pool": "batch"}), json!({})),
+        ],
+        HashMap::new(),
+    )
+    .unwrap();
+    let v = judge(
+        &rules("deny"),
+        ClusterState::Ready(&c),
+        &gated(json!({"nodeSelector": {"pool": "general"}})),
+        Some(&gated(json!({}))),
+    );
+    assert_eq!(
+        findings(&v),
+        ["Deny spec.tolerations: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 3 node(s) had untolerated taint(s). 1/4 node(s) lack pool=general, the requirement most missed. Untolerated: team=infra:NoSchedule on 3 node(s)."]
+    );
+}
+
 #[test]
 fn a_cache_that_cannot_be_trusted_never_denies_and_is_counted() {
     let new = gated(json!({"nodeSelector": {"zone": "z9"}}));
