@@ -720,6 +720,21 @@ fn audit_one(
             return;
         }
     }
+    // The scheduler set the nodeName of a pod bound to a node the snapshot holds: that node is
+    // judged as it is (`placed`), so the selection rules judge what the pod asked for, not a
+    // node of that name with labels they can only guess.
+    let mut v = v;
+    if kind == Kind::Pod
+        && snapshot.is_some_and(|c| {
+            v["spec"]["nodeName"]
+                .as_str()
+                .is_some_and(|n| c.node_index(n).is_some())
+        })
+    {
+        if let Some(spec) = v["spec"].as_object_mut() {
+            spec.remove("nodeName");
+        }
+    }
     checker.check_value(&at, v, !through_owner, placed);
 }
 
@@ -879,6 +894,20 @@ mod tests {
                 &mut finished,
             );
         }
+        // A pod without a selection, which the scheduler bound to an allowed node: its
+        // selection is judged as it asked (anything), not as a node named t-1 of unknown labels.
+        let bare = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "bare", "namespace": "team-a"},
+            "spec": {"nodeName": "t-1"}, "status": {"phase": "Running"}});
+        audit_one(
+            &mut checker,
+            Some(&cluster),
+            Kind::Pod,
+            bare,
+            &mut owners,
+            &mut owned,
+            &mut finished,
+        );
         let found: Vec<String> = checker
             .finish()
             .diagnostics
@@ -887,7 +916,11 @@ mod tests {
             .collect();
         assert_eq!(
             found,
-            ["team-a/Pod/on-gpu Error spec.nodeName: Forbidden: the pod runs on node \"gpu-1\", which matches \"gpu Exists\" that pods in namespace \"team-a\" may not reach (policy off-gpu)"]
+            [
+                "team-a/Pod/bare Error spec.nodeSelector: Forbidden: pods in namespace \"team-a\" may not reach nodes matching \"gpu Exists\" (policy off-gpu); this selection admits a node labelled {gpu: \"\"}",
+                "team-a/Pod/bare Error spec.nodeSelector: Forbidden: pods in namespace \"team-a\" must stay on nodes matching \"pool In [tenants]\" (policy off-gpu); this selection admits a node labelled {}, outside them",
+                "team-a/Pod/on-gpu Error spec.nodeName: Forbidden: the pod runs on node \"gpu-1\", which matches \"gpu Exists\" that pods in namespace \"team-a\" may not reach (policy off-gpu)"
+            ]
         );
     }
 
