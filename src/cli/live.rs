@@ -678,10 +678,7 @@ fn audit_one(
         let pending_pod = kind == Kind::Pod
             && v["status"]["phase"] == "Pending"
             && v["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
-        let running_workload = !matches!(
-            kind,
-            Kind::Pod | Kind::PodTemplate | Kind::Job | Kind::CronJob
-        ) && v["spec"]["replicas"].as_i64() != Some(0);
+        let running_workload = creates_pods(kind, &v);
         if pending_pod || running_workload && !through_owner {
             if let Ok(t) = workload::parse_value(kind, &v) {
                 let results = filter::evaluate(cluster, &t, &ns);
@@ -738,9 +735,70 @@ fn audit_one(
     checker.check_value(&at, v, !through_owner, placed);
 }
 
+/// Whether a workload will create pods from its template: one scaled to zero, a suspended
+/// CronJob or Job, and a Job that has finished (its `Complete` or `Failed` condition is true)
+/// will not. A bare PodTemplate creates none itself.
+fn creates_pods(kind: Kind, v: &Value) -> bool {
+    let spec = &v["spec"];
+    match kind {
+        Kind::Pod | Kind::PodTemplate => false,
+        Kind::CronJob => spec["suspend"] != true,
+        Kind::Job => {
+            let finished = v["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    matches!(c["type"].as_str(), Some("Complete" | "Failed"))
+                        && c["status"] == "True"
+                });
+            spec["suspend"] != true && spec["parallelism"].as_i64() != Some(0) && !finished
+        }
+        _ => spec["replicas"].as_i64() != Some(0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn which_workloads_create_pods() {
+        use serde_json::json;
+        let cases = [
+            (Kind::CronJob, json!({"spec": {"schedule": "@daily"}}), true),
+            (Kind::CronJob, json!({"spec": {"suspend": true}}), false),
+            (
+                Kind::Job,
+                json!({"spec": {}, "status": {"active": 1}}),
+                true,
+            ),
+            (Kind::Job, json!({"spec": {"suspend": true}}), false),
+            (Kind::Job, json!({"spec": {"parallelism": 0}}), false),
+            (
+                Kind::Job,
+                json!({"status": {"conditions": [{"type": "Complete", "status": "True"}]}}),
+                false,
+            ),
+            (
+                Kind::Job,
+                json!({"status": {"conditions": [{"type": "Failed", "status": "True"}]}}),
+                false,
+            ),
+            (
+                Kind::Job,
+                json!({"status": {"conditions": [{"type": "Suspended", "status": "False"}]}}),
+                true,
+            ),
+            (Kind::Deployment, json!({"spec": {"replicas": 0}}), false),
+            (Kind::Deployment, json!({"spec": {}}), true),
+            (Kind::DaemonSet, json!({"spec": {}}), true),
+            (Kind::PodTemplate, json!({}), false),
+        ];
+        for (kind, v, want) in cases {
+            assert_eq!(creates_pods(kind, &v), want, "{kind:?} {v}");
+        }
+    }
 
     /// A running pod is placed without its binding and counted apart; a finished one is placed
     /// as a new pod of its spec, and a note says nothing schedules it again.
