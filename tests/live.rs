@@ -477,6 +477,14 @@ fn explain_and_audit_against_a_live_cluster() {
     scheduler_semantics(&api);
     deployment_mid_rollout(&api);
     statefulset_mid_rollout(&api);
+    // OpenKruise is not installed here: its kinds are not served, which is not "not found".
+    let admin = api.kubeconfig(ADMIN_TOKEN, "shop");
+    let r = pg(&admin, &["explain", "--pod", "clone/web"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "placement-guard: the server doesn't have a resource type \"clonesets\" (apps.kruise.io/v1alpha1: is OpenKruise installed?)\n"
+    );
 }
 
 /// `explain sts/NAME` places a new pod of the StatefulSet's update revision: with

@@ -366,6 +366,21 @@ pub fn explain(
             PodSource::Live(kind, name) => {
                 let v = match live::get(&conn, kind, &ns, name, args.timeout()).await {
                     Ok(v) => v,
+                    // As kubectl says of a resource type the server does not serve (an
+                    // OpenKruise kind without OpenKruise), rather than that the object is missing.
+                    Err(e)
+                        if e.0.ends_with(" not found")
+                            && kind.group() == workload::KRUISE_GROUP
+                            && live::served(&conn, kind, args.timeout()).await.ok()
+                                == Some(false) =>
+                    {
+                        return Err(format!(
+                            "the server doesn't have a resource type \"{}\" ({}/{}: is OpenKruise installed?)",
+                            kind.resource(),
+                            kind.group(),
+                            kind.version()
+                        ));
+                    }
                     Err(e) if e.0.ends_with(" not found") => {
                         let missing = live::namespace_exists(&conn, &ns, args.timeout())
                             .await

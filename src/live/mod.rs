@@ -361,7 +361,21 @@ pub fn parse_ref(s: &str) -> Option<(Kind, &str)> {
     let Some((kind, name)) = s.split_once('/') else {
         return (!s.is_empty()).then_some((Kind::Pod, s));
     };
-    let kind = match kind.to_ascii_lowercase().as_str() {
+    let lower = kind.to_ascii_lowercase();
+    // kubectl's group-qualified forms (`deployments.apps/web`, `cronjob.batch/x`): the group
+    // must be the kind's own.
+    let (kind, group) = match lower.split_once('.') {
+        Some((k, g))
+            if !matches!(
+                lower.as_str(),
+                "statefulset.apps.kruise.io" | "statefulsets.apps.kruise.io"
+            ) =>
+        {
+            (k, Some(g))
+        }
+        _ => (lower.as_str(), None),
+    };
+    let kind = match kind {
         "pod" | "pods" | "po" => Kind::Pod,
         "deployment" | "deployments" | "deploy" => Kind::Deployment,
         "statefulset" | "statefulsets" | "sts" => Kind::StatefulSet,
@@ -378,6 +392,9 @@ pub fn parse_ref(s: &str) -> Option<(Kind, &str)> {
         }
         _ => return None,
     };
+    if group.is_some_and(|g| g.is_empty() || g != kind.group()) {
+        return None;
+    }
     (!name.is_empty() && !name.contains('/')).then_some((kind, name))
 }
 
@@ -396,6 +413,19 @@ mod tests {
             ("Deployment/web", Some((Kind::Deployment, "web"))),
             ("sts/db", Some((Kind::StatefulSet, "db"))),
             ("cj/nightly", Some((Kind::CronJob, "nightly"))),
+            ("deployments.apps/web", Some((Kind::Deployment, "web"))),
+            ("cronjob.batch/nightly", Some((Kind::CronJob, "nightly"))),
+            (
+                "clonesets.apps.kruise.io/web",
+                Some((Kind::CloneSet, "web")),
+            ),
+            ("statefulsets.apps/db", Some((Kind::StatefulSet, "db"))),
+            (
+                "statefulsets.apps.kruise.io/db",
+                Some((Kind::KruiseStatefulSet, "db")),
+            ),
+            ("deployments.batch/web", None),
+            ("pods./p", None),
             ("service/web", None),
             ("pod/", None),
             ("./pod.yaml", None),
