@@ -418,9 +418,14 @@ pub fn run() -> ExitCode {
                 _ => {
                     let dir = dev_cert_dir
                         .unwrap_or_else(|| std::env::temp_dir().join("placement-guard-dev"));
-                    match tls::generate_dev_cert(&dir) {
-                        Ok(pair) => {
+                    match tls::dev_cert(&dir) {
+                        Ok((pair, reused)) => {
                             outln!("{}", dev_cert_hint(&pair.cert, bound, &addr));
+                            if reused {
+                                tracing::info!(cert = %pair.cert.display(), "reusing the development certificate a previous start wrote");
+                            } else {
+                                tracing::info!(cert = %pair.cert.display(), "generated a development certificate");
+                            }
                             pair
                         }
                         Err(e) => {

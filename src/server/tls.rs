@@ -24,6 +24,42 @@ pub struct CertPair {
     pub key: PathBuf,
 }
 
+/// The development certificate in `dir`: the one a previous start wrote there when it is still
+/// good (this tool's, its key beside it, a month or more left), so that a `caBundle` registered
+/// with it keeps working across restarts; else a new one ([`generate_dev_cert`]). `true` when
+/// reused.
+pub fn dev_cert(dir: &Path) -> Result<(CertPair, bool)> {
+    let pair = CertPair {
+        cert: dir.join("tls.crt"),
+        key: dir.join("tls.key"),
+    };
+    if reusable(&pair) {
+        return Ok((pair, true));
+    }
+    generate_dev_cert(dir).map(|p| (p, false))
+}
+
+/// Whether `pair` is a development certificate this tool wrote, with its own key, valid for 30
+/// days more. Anything unreadable is not.
+fn reusable(pair: &CertPair) -> bool {
+    let (Ok(cert), Ok(key)) = (std::fs::read(&pair.cert), std::fs::read(&pair.key)) else {
+        return false;
+    };
+    let (Ok(cert), Ok(key)) = (X509::from_pem(&cert), PKey::private_key_from_pem(&key)) else {
+        return false;
+    };
+    let ours = cert
+        .subject_name()
+        .entries_by_nid(Nid::COMMONNAME)
+        .any(|e| e.data().as_slice() == DEV_CN.as_bytes());
+    let matches = cert.public_key().is_ok_and(|p| p.public_eq(&key));
+    let lasts = Asn1Time::days_from_now(30).is_ok_and(|soon| cert.not_after() > soon);
+    ours && matches && lasts
+}
+
+/// The common name of the development certificates, by which a later start knows them.
+const DEV_CN: &str = "placement-guard dev";
+
 /// Writes a self-signed certificate for `localhost`, `127.0.0.1` and `::1` into `dir`.
 /// It is its own CA, so `curl --cacert cert.pem` trusts it.
 pub fn generate_dev_cert(dir: &Path) -> Result<CertPair> {
@@ -32,7 +68,7 @@ pub fn generate_dev_cert(dir: &Path) -> Result<CertPair> {
     let key = PKey::from_ec_key(EcKey::generate(&group)?)?;
 
     let mut name = X509NameBuilder::new()?;
-    name.append_entry_by_nid(Nid::COMMONNAME, "placement-guard dev")?;
+    name.append_entry_by_nid(Nid::COMMONNAME, DEV_CN)?;
     let name = name.build();
 
     let mut b = X509::builder()?;
@@ -166,6 +202,51 @@ pub fn acceptor(pair: &CertPair) -> Result<SslAcceptorBuilder> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A restart keeps the certificate a registered `caBundle` trusts; a pair whose key is not
+    /// the certificate's (a torn write, a hand edit) or a certificate another tool wrote there
+    /// is replaced.
+    #[test]
+    fn a_good_dev_cert_is_reused_and_anything_else_replaced() {
+        let dir = std::env::temp_dir().join(format!("pg-devcert-reuse-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (pair, reused) = dev_cert(&dir).unwrap();
+        assert!(!reused);
+        let first = std::fs::read(&pair.cert).unwrap();
+        let (_, reused) = dev_cert(&dir).unwrap();
+        assert!(reused);
+        assert_eq!(std::fs::read(&pair.cert).unwrap(), first);
+        // Another key beside the certificate.
+        let other = dir.join("other");
+        let stranger = generate_dev_cert(&other).unwrap();
+        std::fs::copy(&stranger.key, &pair.key).unwrap();
+        let (_, reused) = dev_cert(&dir).unwrap();
+        assert!(!reused);
+        assert_ne!(std::fs::read(&pair.cert).unwrap(), first);
+        // A certificate with another subject, with its own key.
+        let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+        let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
+        let mut name = X509NameBuilder::new().unwrap();
+        name.append_entry_by_nid(Nid::COMMONNAME, "webhook.example")
+            .unwrap();
+        let name = name.build();
+        let mut b = X509::builder().unwrap();
+        b.set_subject_name(&name).unwrap();
+        b.set_issuer_name(&name).unwrap();
+        b.set_pubkey(&key).unwrap();
+        b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
+            .unwrap();
+        b.set_not_after(&Asn1Time::days_from_now(365).unwrap())
+            .unwrap();
+        b.sign(&key, MessageDigest::sha256()).unwrap();
+        let foreign = b.build().to_pem().unwrap();
+        std::fs::write(&pair.cert, &foreign).unwrap();
+        std::fs::write(&pair.key, key.private_key_to_pem_pkcs8().unwrap()).unwrap();
+        let (_, reused) = dev_cert(&dir).unwrap();
+        assert!(!reused);
+        assert_ne!(std::fs::read(&pair.cert).unwrap(), foreign);
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     #[test]
     fn dev_certs_written_at_once_into_one_folder_end_as_one_pair() {
