@@ -307,8 +307,46 @@ fn explain_and_audit_against_a_live_cluster() {
         &["explain", "--pod", "hog", "--context", "elsewhere"],
     );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("elsewhere"), "{}", r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "placement-guard: kubeconfig {}: context \"elsewhere\" does not exist\n",
+            admin.display()
+        )
+    );
+    let missing = admin.with_extension("missing");
+    let r = pg(&missing, &["explain", "--pod", "hog"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "placement-guard: kubeconfig {}: cannot read it: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
+    // A CA that did not sign the API server's certificate: said as a trust problem, once.
+    let wrong_ca = {
+        let other =
+            placement_guard::server::tls::generate_dev_cert(&admin.with_extension("ca-dir"))
+                .unwrap();
+        let text = std::fs::read_to_string(&admin).unwrap();
+        let p = admin.with_extension("wrong-ca");
+        std::fs::write(
+            &p,
+            text.replace(
+                &api.ca.display().to_string(),
+                &other.cert.display().to_string(),
+            ),
+        )
+        .unwrap();
+        p
+    };
+    let r = pg(&wrong_ca, &["explain", "--pod", "hog"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!("placement-guard: cannot reach the API server at {}/: its TLS certificate is not trusted (self-signed certificate); check the kubeconfig's certificate-authority(-data) for this cluster, and that the server address is one the certificate names\n", api.url)
+    );
     let closed = {
         let text = std::fs::read_to_string(&admin).unwrap();
         let port = api.url.rsplit(':').next().unwrap();

@@ -53,15 +53,18 @@ pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
     };
     let mut config = match (&c.kubeconfig, &c.context) {
         (Some(path), _) => {
-            let kc = Kubeconfig::read_from(path)
-                .map_err(|e| LiveError(format!("cannot read kubeconfig {}: {e}", path.display())))?;
+            let kc = Kubeconfig::read_from(path).map_err(|e| {
+                LiveError(format!("kubeconfig {}: {}", path.display(), kubeconfig_error(&e)))
+            })?;
             Config::from_custom_kubeconfig(kc, &options)
                 .await
-                .map_err(|e| LiveError(format!("kubeconfig {}: {e}", path.display())))?
+                .map_err(|e| {
+                    LiveError(format!("kubeconfig {}: {}", path.display(), kubeconfig_error(&e)))
+                })?
         }
         (None, Some(_)) => Config::from_kubeconfig(&options)
             .await
-            .map_err(|e| LiveError(format!("kubeconfig: {e}")))?,
+            .map_err(|e| LiveError(format!("kubeconfig: {}", kubeconfig_error(&e))))?,
         (None, None) => Config::infer().await.map_err(|e| {
             LiveError(format!(
                 "no cluster to talk to: {e} (set KUBECONFIG, pass --kubeconfig, or run in a pod with a service account)"
@@ -86,6 +89,55 @@ pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
     })
 }
 
+/// A kubeconfig problem in kubectl's terms, on one line.
+fn kubeconfig_error(e: &kube::config::KubeconfigError) -> String {
+    use kube::config::KubeconfigError as K;
+    let text = match e {
+        K::LoadContext(name) => format!("context \"{name}\" does not exist"),
+        K::ReadConfig(io, _) => format!("cannot read it: {io}"),
+        K::Parse(p) => format!("not a kubeconfig (YAML): {p}"),
+        other => other.to_string(),
+    };
+    one_line(&text)
+}
+
+/// Errors are one line: a multi-line message (a YAML error's excerpt) joined.
+fn one_line(s: &str) -> String {
+    s.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The causes of an unanswered request, once each (hyper repeats its cause in its own
+/// message), and a failed TLS verification in words that say what to fix.
+fn unreachable(e: &kube::Error, server: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut src: Option<&dyn std::error::Error> = Some(e);
+    while let Some(s) = src {
+        let m = one_line(&s.to_string());
+        if !parts.iter().any(|p| p.contains(&m)) {
+            parts.push(m);
+        }
+        src = s.source();
+    }
+    let chain = parts.join(": ");
+    if let Some(at) = chain.find("certificate verify failed") {
+        // OpenSSL ends the line with the reason: `...:: self-signed certificate`.
+        let reason = chain[at..]
+            .split(": ")
+            .map(str::trim)
+            .filter(|r| !r.is_empty() && !r.contains(".c:") && !r.starts_with("error:"))
+            .last()
+            .unwrap_or("certificate verify failed");
+        return format!(
+            "cannot reach the API server at {server}: its TLS certificate is not trusted ({reason}); check the kubeconfig's certificate-authority(-data) for this cluster, and that the server address is one the certificate names"
+        );
+    }
+    format!("cannot reach the API server at {server}: {chain}")
+}
+
 /// One line for a failed request: `verb` and `what` say what was attempted (`list`, `pods`).
 fn explain_error(e: kube::Error, server: &str, verb: &str, what: &str) -> LiveError {
     use kube::Error as E;
@@ -98,15 +150,7 @@ fn explain_error(e: kube::Error, server: &str, verb: &str, what: &str) -> LiveEr
             404 => format!("{what} not found"),
             code => format!("cannot {verb} {what}: {} ({code} {})", s.message, s.reason),
         },
-        E::HyperError(_) | E::Service(_) => {
-            let mut msg = e.to_string();
-            let mut src = std::error::Error::source(&e);
-            while let Some(s) = src {
-                msg = format!("{msg}: {s}");
-                src = s.source();
-            }
-            format!("cannot reach the API server at {server}: {msg}")
-        }
+        E::HyperError(_) | E::Service(_) => unreachable(&e, server),
         other => format!("cannot {verb} {what}: {other}"),
     })
 }
