@@ -693,7 +693,15 @@ fn audit_one(
         let pending_pod = kind == Kind::Pod
             && v["status"]["phase"] == "Pending"
             && v["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
-        let running_workload = creates_pods(kind, &v);
+        // A Deployment's ReplicaSets are where it acts: its current one has its template (judged
+        // through it), the old ones are only scaled down.
+        let by_deployment = kind == Kind::ReplicaSet
+            && v["metadata"]["ownerReferences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|o| o["controller"] == true && o["kind"] == "Deployment");
+        let running_workload = creates_pods(kind, &v) && !by_deployment;
         if pending_pod || running_workload && !through_owner {
             if let Ok(t) = workload::parse_value(kind, &v) {
                 let results = filter::evaluate(cluster, &t, &ns);
@@ -967,6 +975,28 @@ mod tests {
                 &mut finished,
             );
         }
+        // ReplicaSets whose template no node can run: a Deployment's (old, being scaled down:
+        // the Deployment is where to act) is not warned, one of its own is.
+        for (name, refs) in [
+            (
+                "old",
+                serde_json::json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-1", "controller": true}]),
+            ),
+            ("alone", serde_json::json!([])),
+        ] {
+            let rs = serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": name, "namespace": "team-b", "ownerReferences": refs},
+                "spec": {"replicas": 2, "template": {"spec": {"nodeSelector": {"pool": "nowhere"}}}}});
+            audit_one(
+                &mut checker,
+                Some(&cluster),
+                Kind::ReplicaSet,
+                rs,
+                &mut owners,
+                &mut owned,
+                &mut finished,
+            );
+        }
         // A pod without a selection, which the scheduler bound to an allowed node: its
         // selection is judged as it asked (anything), not as a node named t-1 of unknown labels.
         let bare = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
@@ -992,7 +1022,9 @@ mod tests {
             [
                 "team-a/Pod/bare Error spec.nodeSelector: Forbidden: pods in namespace \"team-a\" may not reach nodes matching \"gpu Exists\" (policy off-gpu); this selection admits a node labelled {gpu: \"\"}",
                 "team-a/Pod/bare Error spec.nodeSelector: Forbidden: pods in namespace \"team-a\" must stay on nodes matching \"pool In [tenants]\" (policy off-gpu); this selection admits a node labelled {}, outside them",
-                "team-a/Pod/on-gpu Error spec.nodeName: Forbidden: the pod runs on node \"gpu-1\", which matches \"gpu Exists\" that pods in namespace \"team-a\" may not reach (policy off-gpu)"
+                "team-a/Pod/on-gpu Error spec.nodeName: Forbidden: the pod runs on node \"gpu-1\", which matches \"gpu Exists\" that pods in namespace \"team-a\" may not reach (policy off-gpu)",
+                "team-b/ReplicaSet/alone Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
+                "team-b/ReplicaSet/alone Warning spec.template.spec: topology spread constraints were not defaulted: the pod template has none of the labels \"app.kubernetes.io/name\", \"app.kubernetes.io/instance\", \"app\" to select its peers by; add one, or set topologySpreadConstraints"
             ]
         );
     }
