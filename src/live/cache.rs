@@ -258,7 +258,14 @@ async fn run<K: Into<SlimObject> + Send + 'static>(
         if done && !w.synced {
             w.synced = true;
             drop(w);
-            let objects = cache.stats();
+            // `nodes=4 pods=11 namespaces=3`: what each store holds, as a reader of the log
+            // wants it (the full figures are in the metrics).
+            let objects = cache
+                .stats()
+                .iter()
+                .map(|(name, n, _, _)| format!("{name}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ");
             tracing::info!(resource = r.as_str(), objects = ?objects, "cluster cache: listed");
         }
     }
