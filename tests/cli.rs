@@ -1307,6 +1307,29 @@ fn explain_a_pod_of_the_dump_without_itself() {
          placement-guard: note: 1 object(s) of the dump are not Nodes, Pods or Namespaces: the filters do not read them\n\
          placement-guard: pod shop/fat is bound to n1; explained as if it were scheduled now, without itself\n"
     );
+    // A pod of the API that the dump does not hold on its node (newer than the dump, or of
+    // another cluster): nothing of the dump's is taken for it, and a note says so.
+    let mut stranger = fat.clone();
+    stranger["metadata"]["name"] = "stranger".into();
+    stranger["metadata"]["labels"] = serde_json::json!({"app": "stranger"});
+    std::fs::write(&pod, stranger.to_string()).unwrap();
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            cluster.to_str().unwrap(),
+            "--pod",
+            pod.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("Insufficient cpu"), "{}", r.stdout);
+    assert!(
+        r.stderr.ends_with("placement-guard: note: pod shop/stranger is not among the pods of the dump on node \"n1\" (a snapshot older than the pod, or another cluster's): it is placed as a new pod, beside what runs there\n"),
+        "{}",
+        r.stderr
+    );
     // The same spec written by hand (no uid) is a new pod held to its nodeName: the running one
     // takes the room.
     let mut new = fat.clone();

@@ -127,6 +127,13 @@ pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainErro
 /// reasons would be explained as fitting, in silence.
 pub fn caveats(kind: Kind, v: &Value) -> Vec<String> {
     let mut out = Vec::new();
+    if let (Kind::Pod, Some(phase @ ("Succeeded" | "Failed"))) =
+        (kind, v["status"]["phase"].as_str())
+    {
+        out.push(format!(
+            "the pod has finished ({phase}): nothing schedules it again; it is placed as a new pod of the same spec"
+        ));
+    }
     let spec = v
         .pointer(kind.pod_spec_path().json_pointer().as_str())
         .unwrap_or(&Value::Null);

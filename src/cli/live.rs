@@ -110,12 +110,7 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
         (Kind::Pod, None) => format!("pod {ns}/{name} ({})", if phase.is_empty() { "no phase" } else { phase }),
         _ => format!("{} {ns}/{name}: a new pod of its template", kind.display()),
     };
-    let mut caveats = crate::ci::explain::caveats(kind, v);
-    if kind == Kind::Pod && (phase == "Succeeded" || phase == "Failed") {
-        caveats.push(format!(
-            "the pod has finished ({phase}): nothing schedules it again; it is placed as a new pod of the same spec"
-        ));
-    }
+    let caveats = crate::ci::explain::caveats(kind, v);
     Ok(Target {
         template,
         namespace: ns.to_string(),
@@ -147,6 +142,58 @@ pub fn take_binding(
         &template.spec,
     );
     Some((node, pod))
+}
+
+/// The binding of a pod given as a file that was taken from the API (it has a `metadata.uid`:
+/// `kubectl get -o json`, a dump): placed as a live pod is, as if it were scheduled now.
+pub fn file_binding(
+    objs: &[crate::k8s::manifest::Object],
+    template: &mut PodTemplate,
+    ns: &str,
+) -> Option<(String, crate::core::cluster::BoundPod)> {
+    if template.kind != Kind::Pod {
+        return None;
+    }
+    let o = objs.iter().find(|o| {
+        o.value["kind"] == "Pod"
+            && o.value["metadata"]["uid"]
+                .as_str()
+                .is_some_and(|u| !u.is_empty())
+    })?;
+    let name = o.value["metadata"]["name"].as_str().unwrap_or("");
+    take_binding(template, name, ns, &o.value)
+}
+
+/// The filters' answer for a pod, without the pod itself where it is `bound` and `cluster`
+/// holds it there (as if it were scheduled now). `cluster_name` says whose pods these are in
+/// the notes ("the cluster", "the dump").
+pub fn evaluate_bound(
+    cluster: &Cluster,
+    template: &PodTemplate,
+    ns: &str,
+    bound: Option<&(String, crate::core::cluster::BoundPod)>,
+    cluster_name: &str,
+    caveats: &mut Vec<String>,
+) -> Result<Vec<filter::NodeResult>, String> {
+    let Some((node, pod)) = bound else {
+        return Ok(filter::evaluate(cluster, template, ns));
+    };
+    if cluster.node_index(node).is_none() {
+        caveats.push(format!(
+            "the pod is bound to node {node:?}, which {cluster_name} does not have: it runs nowhere, and the pod garbage collector deletes such pods"
+        ));
+        return Ok(filter::evaluate(cluster, template, ns));
+    }
+    let mut without = cluster.clone();
+    if without.remove_pod(node, pod).map_err(|e| e.to_string())? {
+        Ok(filter::evaluate(&without, template, ns))
+    } else {
+        caveats.push(format!(
+            "pod {ns}/{} is not among the pods of {cluster_name} on node {node:?} (a snapshot older than the pod, or another cluster's): it is placed as a new pod, beside what runs there",
+            pod.name
+        ));
+        Ok(filter::evaluate(cluster, template, ns))
+    }
 }
 
 /// A new pod of a live Deployment belongs to its current ReplicaSet and carries its
@@ -353,12 +400,13 @@ pub fn explain(
         let target = match source {
             PodSource::File(path) => {
                 let objs = super::read_objects(path)?;
-                let (template, namespace) = crate::ci::explain::pod_from(&objs)
+                let (mut template, namespace) = crate::ci::explain::pod_from(&objs)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
+                let bound = file_binding(&objs, &mut template, &namespace);
                 Target {
                     template,
                     namespace,
-                    bound: None,
+                    bound,
                     description: format!("{}", path.display()),
                     caveats: crate::ci::explain::file_caveats(&objs),
                 }
@@ -426,20 +474,14 @@ pub fn explain(
             }
         };
         let mut caveats = target.caveats;
-        let results = match &target.bound {
-            Some((node, pod)) if cluster.node_index(node).is_some() => {
-                let mut without = cluster.clone();
-                without.remove_pod(node, pod).map_err(|e| e.to_string())?;
-                filter::evaluate(&without, &target.template, &target.namespace)
-            }
-            Some((node, _)) => {
-                caveats.push(format!(
-                    "the pod is bound to node {node:?}, which the cluster does not have: it runs nowhere, and the pod garbage collector deletes such pods"
-                ));
-                filter::evaluate(cluster, &target.template, &target.namespace)
-            }
-            None => filter::evaluate(cluster, &target.template, &target.namespace),
-        };
+        let results = evaluate_bound(
+            cluster,
+            &target.template,
+            &target.namespace,
+            target.bound.as_ref(),
+            if dump.is_some() { "the dump" } else { "the cluster" },
+            &mut caveats,
+        )?;
         // With a dump, the cluster the pod came from may not be the one it is placed in: say so.
         let description = match (dump, source_is_live) {
             (Some(_), true) => format!(

@@ -1005,40 +1005,26 @@ fn run_explain(
                 Err(e) => return fail(format!("{}: {e}", path.display())),
             };
             note_caveats(&explain::file_caveats(&pod_objs));
-            // A pod taken from the API (it has a uid), bound to a node of the dump: the dump
-            // counts it there, so it is placed as `explain NAME` places a live one, as if it
-            // were scheduled now, without itself.
-            let existing = pod_objs.iter().find(|o| {
-                o.value["kind"] == "Pod"
-                    && o.value["metadata"]["uid"]
-                        .as_str()
-                        .is_some_and(|u| !u.is_empty())
-            });
-            let bound = match existing {
-                Some(o) if template.kind == crate::k8s::workload::Kind::Pod => {
-                    let name = o.value["metadata"]["name"].as_str().unwrap_or("");
-                    live::take_binding(&mut template, name, &ns, &o.value).map(|b| (name, b))
-                }
-                _ => None,
-            };
-            match bound {
-                Some((_, (node, _))) if snapshot.node_index(&node).is_none() => {
-                    note_caveats(&[format!(
-                        "the pod is bound to node {node:?}, which the dump does not have: it runs nowhere, and the pod garbage collector deletes such pods"
-                    )]);
-                    crate::core::filter::evaluate(snapshot, &template, &ns)
-                }
-                Some((name, (node, pod))) => {
-                    eprintln!(
-                        "placement-guard: pod {ns}/{name} is bound to {node}; explained as if it were scheduled now, without itself"
-                    );
-                    let mut without = snapshot.clone();
-                    if let Err(e) = without.remove_pod(&node, &pod) {
-                        return fail(e.to_string());
-                    }
-                    crate::core::filter::evaluate(&without, &template, &ns)
-                }
-                None => crate::core::filter::evaluate(snapshot, &template, &ns),
+            let bound = live::file_binding(&pod_objs, &mut template, &ns);
+            let mut caveats = Vec::new();
+            let results = live::evaluate_bound(
+                snapshot,
+                &template,
+                &ns,
+                bound.as_ref(),
+                "the dump",
+                &mut caveats,
+            );
+            if let (Some((node, pod)), true) = (&bound, caveats.is_empty()) {
+                eprintln!(
+                    "placement-guard: pod {ns}/{} is bound to {node}; explained as if it were scheduled now, without itself",
+                    pod.name
+                );
+            }
+            note_caveats(&caveats);
+            match results {
+                Ok(r) => r,
+                Err(e) => return fail(e),
             }
         }
         (_, Err(e)) => return fail(e),

@@ -400,8 +400,10 @@ impl Cluster {
     }
 
     /// Takes a pod added with [`Cluster::add_pod`] off its node again: a bound pod explained as
-    /// if it were scheduled now, without itself.
-    pub fn remove_pod(&mut self, node: &str, pod: &BoundPod) -> Result<(), ClusterError> {
+    /// if it were scheduled now, without itself. `false`, and nothing changed, when the node
+    /// holds no pod of its namespace and labels in its state (terminating or not): the pod is
+    /// not there (the snapshot is older or of another cluster), so nothing of it may be taken.
+    pub fn remove_pod(&mut self, node: &str, pod: &BoundPod) -> Result<bool, ClusterError> {
         let i = self
             .node_index(node)
             .ok_or_else(|| Self::unknown(pod, node))?;
@@ -410,8 +412,19 @@ impl Cluster {
             labels: pod.labels.clone(),
         };
         let Some(&set) = self.label_set_index.get(&key) else {
-            return Ok(());
+            return Ok(false);
         };
+        let held = self.groups_by_node[i].iter().any(|g| {
+            g.set == set
+                && if pod.terminating {
+                    g.terminating > 0
+                } else {
+                    g.live > 0
+                }
+        });
+        if !held {
+            return Ok(false);
+        }
         self.unplace(
             Placed {
                 node: i as u32,
@@ -420,7 +433,7 @@ impl Cluster {
             },
             &pod.usage,
         );
-        Ok(())
+        Ok(true)
     }
 
     pub fn namespace_labels(&self, ns: &str) -> &BTreeMap<String, String> {

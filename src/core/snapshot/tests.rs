@@ -153,7 +153,12 @@ fn a_pod_can_be_taken_off_its_node_again() {
     };
     let labels: BTreeMap<String, String> = [("app".to_string(), "web".to_string())].into();
     let pod = bound_pod("web-2".into(), "web".into(), labels, false, &spec);
-    c.remove_pod("n1", &pod).unwrap();
+    // Not on n2 (its pods have other labels): nothing is taken there.
+    let n2 = c.node_index("n2").unwrap();
+    let before = (c.usage[n2].pods, c.groups_by_node[n2].clone());
+    assert!(!c.remove_pod("n2", &pod).unwrap());
+    assert_eq!((c.usage[n2].pods, c.groups_by_node[n2].clone()), before);
+    assert!(c.remove_pod("n1", &pod).unwrap());
     assert_eq!(c.usage[n1].pods, 2);
     assert_eq!(c.usage[n1].requested.milli_cpu, 350);
     assert_eq!(
