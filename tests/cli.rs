@@ -1303,7 +1303,7 @@ fn explain_a_pod_of_the_dump_without_itself() {
     );
     assert_eq!(
         r.stderr,
-        "placement-guard: note: 1 pod(s) of the dump are bound to nodes it does not hold (deleted nodes' pods, which the pod garbage collector deletes): they run nowhere and are left out\n\
+        "placement-guard: note: 1 pod(s) of the dump are bound to nodes it does not hold (nodes deleted since, or left out of the dump): they are left out\n\
          placement-guard: note: 1 object(s) of the dump are not Nodes, Pods or Namespaces: the filters do not read them\n\
          placement-guard: pod shop/fat is bound to n1; explained as if it were scheduled now, without itself\n"
     );

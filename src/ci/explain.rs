@@ -16,8 +16,8 @@ pub struct ExplainError(pub String);
 
 /// Builds a snapshot from a dump of Nodes, Pods and Namespaces (`kubectl get
 /// nodes,pods,namespaces -A -o json|yaml`), streamed: pods that are not bound, or have finished,
-/// take nothing. A pod bound to a node the dump lacks is an error: the dump is incomplete.
-/// A cluster dump's snapshot, and notes on what of the dump it left out.
+/// take nothing. Returns notes on what of the dump it left out: pods bound to a node it lacks,
+/// objects of other kinds.
 pub fn cluster_from(
     input: impl std::io::Read + Send,
 ) -> Result<(Cluster, Vec<String>), ExplainError> {
@@ -31,10 +31,18 @@ pub fn cluster_from(
             "the dump holds no Node, Pod or Namespace: write it with `kubectl get nodes,pods,namespaces -A -o json`".into(),
         ));
     }
+    // Nor is one without nodes (a chart's Namespace, `kubectl get all`): every pod would fit
+    // nowhere.
+    if counts.nodes == 0 {
+        return Err(ExplainError(
+            "the dump holds no Node: write it with `kubectl get nodes,pods,namespaces -A -o json`"
+                .into(),
+        ));
+    }
     let mut notes = Vec::new();
     if counts.orphan_pods > 0 {
         notes.push(format!(
-            "{} pod(s) of the dump are bound to nodes it does not hold (deleted nodes' pods, which the pod garbage collector deletes): they run nowhere and are left out",
+            "{} pod(s) of the dump are bound to nodes it does not hold (nodes deleted since, or left out of the dump): they are left out",
             counts.orphan_pods
         ));
     }
@@ -570,6 +578,14 @@ spec:
             let err = cluster_from(text.as_bytes()).unwrap_err();
             assert_eq!(err.0, want);
         }
+        // A chart's Namespace given as the dump: no node to place anything on.
+        let err =
+            cluster_from("apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n".as_bytes())
+                .unwrap_err();
+        assert_eq!(
+            err.0,
+            "the dump holds no Node: write it with `kubectl get nodes,pods,namespaces -A -o json`"
+        );
         // A dump of `kubectl get all`, and a pod of a node deleted since: the rest is read,
         // and what was left out is noted.
         let (cluster, notes) = cluster_from(
@@ -581,7 +597,7 @@ spec:
         assert_eq!(
             notes,
             [
-                "1 pod(s) of the dump are bound to nodes it does not hold (deleted nodes' pods, which the pod garbage collector deletes): they run nowhere and are left out",
+                "1 pod(s) of the dump are bound to nodes it does not hold (nodes deleted since, or left out of the dump): they are left out",
                 "2 object(s) of the dump are not Nodes, Pods or Namespaces: the filters do not read them",
             ]
         );

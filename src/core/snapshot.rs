@@ -195,7 +195,8 @@ pub fn pod_usage(spec: &PodSpec) -> PodUsage {
 pub struct Builder {
     cluster: Cluster,
     pending: Vec<(String, BoundPod)>,
-    /// Whether a pod on an unknown node is an error (a dump) or only counted (a live list).
+    /// Whether a pod on an unknown node is an error or only counted (a live list is not atomic;
+    /// `explain` and `check` read dumps leniently and note what was left out).
     lenient: bool,
     pub counts: Counts,
 }
