@@ -40,8 +40,11 @@ pub fn dev_cert(dir: &Path) -> Result<(CertPair, bool)> {
 }
 
 /// Whether `pair` is a development certificate this tool wrote, with its own key, valid for 30
-/// days more. Anything unreadable is not.
+/// days more, in a folder no one else could have written it to. Anything unreadable is not.
 fn reusable(pair: &CertPair) -> bool {
+    if !private_to_us(pair) {
+        return false;
+    }
     let (Ok(cert), Ok(key)) = (std::fs::read(&pair.cert), std::fs::read(&pair.key)) else {
         return false;
     };
@@ -57,13 +60,49 @@ fn reusable(pair: &CertPair) -> bool {
     ours && matches && lasts
 }
 
+/// Whether the pair and its folder are ours and only ours to write (the default folder is in a
+/// shared `/tmp`: another user could have left a pair there for us to serve): the folder and
+/// both files owned by this process's user, the folder writable by no one else, the key
+/// readable by no one else.
+#[cfg(unix)]
+fn private_to_us(pair: &CertPair) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // The process's own /proc entry is owned by its effective user.
+    let Ok(me) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
+        return false;
+    };
+    let Some(dir) = pair.key.parent() else {
+        return false;
+    };
+    let (Ok(d), Ok(k), Ok(c)) = (
+        std::fs::symlink_metadata(dir),
+        std::fs::symlink_metadata(&pair.key),
+        std::fs::symlink_metadata(&pair.cert),
+    ) else {
+        return false;
+    };
+    d.is_dir()
+        && d.uid() == me
+        && d.mode() & 0o022 == 0
+        && k.is_file()
+        && k.uid() == me
+        && k.mode() & 0o077 == 0
+        && c.is_file()
+        && c.uid() == me
+}
+
+#[cfg(not(unix))]
+fn private_to_us(_: &CertPair) -> bool {
+    false
+}
+
 /// The common name of the development certificates, by which a later start knows them.
 const DEV_CN: &str = "placement-guard dev";
 
 /// Writes a self-signed certificate for `localhost`, `127.0.0.1` and `::1` into `dir`.
 /// It is its own CA, so `curl --cacert cert.pem` trusts it.
 pub fn generate_dev_cert(dir: &Path) -> Result<CertPair> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    create_private_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
     let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
     let key = PKey::from_ec_key(EcKey::generate(&group)?)?;
 
@@ -129,6 +168,22 @@ pub fn generate_dev_cert(dir: &Path) -> Result<CertPair> {
     // Released when `lock` closes.
     drop(lock);
     Ok(pair)
+}
+
+/// The folder, created (with its parents) writable by its owner only, whatever the umask, so a
+/// later start may reuse what it holds; one that exists is left as it is.
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
 }
 
 #[cfg(unix)]
@@ -216,6 +271,18 @@ mod tests {
         let (_, reused) = dev_cert(&dir).unwrap();
         assert!(reused);
         assert_eq!(std::fs::read(&pair.cert).unwrap(), first);
+        // A folder others may write to: what it holds may be theirs.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+            let (_, reused) = dev_cert(&dir).unwrap();
+            assert!(!reused);
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+            let (_, reused) = dev_cert(&dir).unwrap();
+            assert!(reused);
+        }
+        let first = std::fs::read(&pair.cert).unwrap();
         // Another key beside the certificate.
         let other = dir.join("other");
         let stranger = generate_dev_cert(&other).unwrap();
