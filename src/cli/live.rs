@@ -416,8 +416,9 @@ pub fn explain(
                     Ok(v) => v,
                     // As kubectl says of a resource type the server does not serve (an
                     // OpenKruise kind without OpenKruise), rather than that the object is missing.
+                    // (A 403 too: authorization comes before the resource is looked up.)
                     Err(e)
-                        if e.0.ends_with(" not found")
+                        if (e.0.ends_with(" not found") || e.0.contains("403 Forbidden"))
                             && kind.group() == workload::KRUISE_GROUP
                             && live::served(&conn, kind, args.timeout()).await.ok()
                                 == Some(false) =>
@@ -742,7 +743,11 @@ fn audit_one(
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|o| o["controller"] == true && o["kind"] == "Deployment");
+                .any(|o| {
+                    o["controller"] == true
+                        && o["kind"] == "Deployment"
+                        && o["uid"].as_str().is_some_and(|u| owners.0.contains_key(u))
+                });
         let running_workload = creates_pods(kind, &v) && !by_deployment;
         if pending_pod || running_workload && !through_owner {
             if let Ok(t) = workload::parse_value(kind, &v) {
@@ -786,6 +791,10 @@ fn audit_one(
     // judged as it is (`placed`), so the selection rules judge what the pod asked for, not a
     // node of that name with labels they can only guess.
     let mut v = v;
+    // A static pod's mirror: its node's kubelet runs it from a manifest, whatever a selection
+    // says, so only where it runs is judged (`placed`).
+    let mirror = kind == Kind::Pod
+        && !v["metadata"]["annotations"][crate::k8s::model::MIRROR_ANNOTATION].is_null();
     if kind == Kind::Pod
         && snapshot.is_some_and(|c| {
             v["spec"]["nodeName"]
@@ -797,7 +806,7 @@ fn audit_one(
             spec.remove("nodeName");
         }
     }
-    checker.check_value(&at, v, !through_owner, placed);
+    checker.check_value(&at, v, !through_owner && !mirror, placed);
 }
 
 /// Whether a workload will create pods from its template: one scaled to zero, a suspended
@@ -807,15 +816,25 @@ fn creates_pods(kind: Kind, v: &Value) -> bool {
     let spec = &v["spec"];
     match kind {
         Kind::Pod | Kind::PodTemplate => false,
-        Kind::CronJob => spec["suspend"] != true,
+        // Its Jobs are created as its jobTemplate says, suspended or without parallelism too.
+        Kind::CronJob => {
+            let job = &spec["jobTemplate"]["spec"];
+            spec["suspend"] != true
+                && job["suspend"] != true
+                && job["parallelism"].as_i64() != Some(0)
+        }
         Kind::Job => {
+            // The controller creates no more pods once it has set one of these (since 1.31
+            // `FailureTarget` and `SuccessCriteriaMet` come first).
             let finished = v["status"]["conditions"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .any(|c| {
-                    matches!(c["type"].as_str(), Some("Complete" | "Failed"))
-                        && c["status"] == "True"
+                    matches!(
+                        c["type"].as_str(),
+                        Some("Complete" | "Failed" | "FailureTarget" | "SuccessCriteriaMet")
+                    ) && c["status"] == "True"
                 });
             spec["suspend"] != true && spec["parallelism"].as_i64() != Some(0) && !finished
         }
@@ -833,6 +852,26 @@ mod tests {
         let cases = [
             (Kind::CronJob, json!({"spec": {"schedule": "@daily"}}), true),
             (Kind::CronJob, json!({"spec": {"suspend": true}}), false),
+            (
+                Kind::CronJob,
+                json!({"spec": {"jobTemplate": {"spec": {"suspend": true}}}}),
+                false,
+            ),
+            (
+                Kind::CronJob,
+                json!({"spec": {"jobTemplate": {"spec": {"parallelism": 0}}}}),
+                false,
+            ),
+            (
+                Kind::Job,
+                json!({"status": {"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}]}}),
+                false,
+            ),
+            (
+                Kind::Job,
+                json!({"status": {"conditions": [{"type": "FailureTarget", "status": "True"}]}}),
+                false,
+            ),
             (
                 Kind::Job,
                 json!({"spec": {}, "status": {"active": 1}}),
@@ -1017,9 +1056,19 @@ mod tests {
                 &mut finished,
             );
         }
-        // ReplicaSets whose template no node can run: a Deployment's (old, being scaled down:
-        // the Deployment is where to act) is not warned, one of its own is.
+        // ReplicaSets whose template no node can run: a listed Deployment's (old, being scaled
+        // down: the Deployment is where to act) is not warned; one of its own, or one whose
+        // Deployment could not be listed, is.
+        owners.listed(
+            Kind::Deployment,
+            &serde_json::json!({"metadata": {"uid": "d-1"}}),
+            0,
+        );
         for (name, refs) in [
+            (
+                "unlisted-owner",
+                serde_json::json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "gone", "uid": "d-2", "controller": true}]),
+            ),
             (
                 "old",
                 serde_json::json!([{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-1", "controller": true}]),
@@ -1044,15 +1093,24 @@ mod tests {
         let bare = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "bare", "namespace": "team-a"},
             "spec": {"nodeName": "t-1"}, "status": {"phase": "Running"}});
-        audit_one(
-            &mut checker,
-            Some(&cluster),
-            Kind::Pod,
-            bare,
-            &mut owners,
-            &mut owned,
-            &mut finished,
-        );
+        // Static pods' mirrors: their kubelets run them whatever a selection says, so only
+        // where they run is judged.
+        let mirror = |node: &str| {
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("static-{node}"), "namespace": "team-a", "annotations": {"kubernetes.io/config.mirror": "abc"}},
+            "spec": {"nodeName": node}, "status": {"phase": "Running"}})
+        };
+        for pod in [bare, mirror("t-1"), mirror("gpu-1")] {
+            audit_one(
+                &mut checker,
+                Some(&cluster),
+                Kind::Pod,
+                pod,
+                &mut owners,
+                &mut owned,
+                &mut finished,
+            );
+        }
         let found: Vec<String> = checker
             .finish()
             .diagnostics
@@ -1065,8 +1123,10 @@ mod tests {
                 "team-a/Pod/bare Error spec.nodeSelector: Forbidden: pods in namespace \"team-a\" may not reach nodes matching \"gpu Exists\" (policy off-gpu); this selection admits a node labelled {gpu: \"\"}",
                 "team-a/Pod/bare Error spec.nodeSelector: Forbidden: pods in namespace \"team-a\" must stay on nodes matching \"pool In [tenants]\" (policy off-gpu); this selection admits a node labelled {}, outside them",
                 "team-a/Pod/on-gpu Error spec.nodeName: Forbidden: the pod runs on node \"gpu-1\", which matches \"gpu Exists\" that pods in namespace \"team-a\" may not reach (policy off-gpu)",
+                "team-a/Pod/static-gpu-1 Error spec.nodeName: Forbidden: the pod runs on node \"gpu-1\", which matches \"gpu Exists\" that pods in namespace \"team-a\" may not reach (policy off-gpu)",
                 "team-b/ReplicaSet/alone Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
-                "team-b/ReplicaSet/alone Warning spec.template.spec: topology spread constraints were not defaulted: the pod template has none of the labels \"app.kubernetes.io/name\", \"app.kubernetes.io/instance\", \"app\" to select its peers by; add one, or set topologySpreadConstraints"
+                "team-b/ReplicaSet/alone Warning spec.template.spec: topology spread constraints were not defaulted: the pod template has none of the labels \"app.kubernetes.io/name\", \"app.kubernetes.io/instance\", \"app\" to select its peers by; add one, or set topologySpreadConstraints",
+                "team-b/ReplicaSet/unlisted-owner Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
             ]
         );
     }
