@@ -406,22 +406,18 @@ pub fn parse_ref(s: &str) -> Option<(Kind, &str)> {
         return (!s.is_empty()).then_some((Kind::Pod, s));
     };
     let lower = kind.to_ascii_lowercase();
-    // kubectl's group-qualified forms (`deployments.apps/web`, `cronjob.batch/x`): the group
-    // must be the kind's own.
-    let (kind, group) = match lower.split_once('.') {
-        Some((k, g))
-            if !matches!(
-                lower.as_str(),
-                "statefulset.apps.kruise.io" | "statefulsets.apps.kruise.io"
-            ) =>
-        {
-            (k, Some(g))
-        }
-        _ => (lower.as_str(), None),
+    // kubectl's qualified forms, `RESOURCE.GROUP` and `RESOURCE.VERSION.GROUP`
+    // (`deployments.apps/web`, `deployments.v1.apps/web`): the group must be the kind's own.
+    let (resource, group) = match lower.split_once('.') {
+        Some((r, g)) => (r, Some(g)),
+        None => (lower.as_str(), None),
     };
-    let kind = match kind {
+    let kruise = group.is_some_and(|g| g.ends_with(crate::k8s::workload::KRUISE_GROUP));
+    let kind = match resource {
         "pod" | "pods" | "po" => Kind::Pod,
         "deployment" | "deployments" | "deploy" => Kind::Deployment,
+        // `statefulset` alone stays apps/v1's; OpenKruise's is `asts` or qualified.
+        "statefulset" | "statefulsets" | "sts" if kruise => Kind::KruiseStatefulSet,
         "statefulset" | "statefulsets" | "sts" => Kind::StatefulSet,
         "daemonset" | "daemonsets" | "ds" => Kind::DaemonSet,
         "replicaset" | "replicasets" | "rs" => Kind::ReplicaSet,
@@ -429,15 +425,17 @@ pub fn parse_ref(s: &str) -> Option<(Kind, &str)> {
         "cronjob" | "cronjobs" | "cj" => Kind::CronJob,
         "replicationcontroller" | "replicationcontrollers" | "rc" => Kind::ReplicationController,
         "podtemplate" | "podtemplates" => Kind::PodTemplate,
-        // OpenKruise's, with their CRDs' short names; `statefulset` stays apps/v1's.
+        // OpenKruise's, with their CRDs' short names.
         "cloneset" | "clonesets" | "clone" => Kind::CloneSet,
-        "asts" | "statefulset.apps.kruise.io" | "statefulsets.apps.kruise.io" => {
-            Kind::KruiseStatefulSet
-        }
+        "asts" => Kind::KruiseStatefulSet,
         _ => return None,
     };
-    if group.is_some_and(|g| g.is_empty() || g != kind.group()) {
-        return None;
+    if let Some(g) = group {
+        let own = !kind.group().is_empty()
+            && (g == kind.group() || g == format!("{}.{}", kind.version(), kind.group()));
+        if !own {
+            return None;
+        }
     }
     (!name.is_empty() && !name.contains('/')).then_some((kind, name))
 }
@@ -468,6 +466,16 @@ mod tests {
                 "statefulsets.apps.kruise.io/db",
                 Some((Kind::KruiseStatefulSet, "db")),
             ),
+            ("deployments.v1.apps/web", Some((Kind::Deployment, "web"))),
+            (
+                "sts.apps.kruise.io/db",
+                Some((Kind::KruiseStatefulSet, "db")),
+            ),
+            (
+                "statefulset.v1beta1.apps.kruise.io/db",
+                Some((Kind::KruiseStatefulSet, "db")),
+            ),
+            ("deployments.v2.apps/web", None),
             ("deployments.batch/web", None),
             ("pods./p", None),
             ("service/web", None),
