@@ -141,12 +141,11 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     until("/readyz after the cache's first sync", || {
         get(&server, "/readyz").0 == 200
     });
-    // What each store holds, as a reader of the log wants it.
-    until("the cache's `listed` log line", || {
+    // What the store holds, as a reader of the log wants it.
+    until("the cache's `listed` log line for nodes", || {
         server
             .stderr()
-            .lines()
-            .any(|l| l.contains("cluster cache: listed") && l.contains("objects=\"nodes=2 pods="))
+            .contains("cluster cache: listed resource=\"nodes\" objects=2")
     });
     let (_, metrics) = get(&server, "/metrics");
     assert!(

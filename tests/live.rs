@@ -345,7 +345,7 @@ fn explain_and_audit_against_a_live_cluster() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert_eq!(
         r.stderr,
-        format!("placement-guard: cannot reach the API server at {}/: its TLS certificate is not trusted (self-signed certificate); check the kubeconfig's certificate-authority(-data) for this cluster, and that the server address is one the certificate names\n", api.url)
+        format!("placement-guard: cannot verify the API server at {}/: its TLS certificate is not trusted (self-signed certificate); check the kubeconfig's certificate-authority(-data) for this cluster\n", api.url)
     );
     let closed = {
         let text = std::fs::read_to_string(&admin).unwrap();

@@ -258,15 +258,13 @@ async fn run<K: Into<SlimObject> + Send + 'static>(
         if done && !w.synced {
             w.synced = true;
             drop(w);
-            // `nodes=4 pods=11 namespaces=3`: what each store holds, as a reader of the log
-            // wants it (the full figures are in the metrics).
+            // This resource's count (the others may not be listed yet; all are in the metrics).
             let objects = cache
                 .stats()
                 .iter()
-                .map(|(name, n, _, _)| format!("{name}={n}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            tracing::info!(resource = r.as_str(), objects = ?objects, "cluster cache: listed");
+                .find(|(name, ..)| *name == r.as_str())
+                .map_or(0, |s| s.1);
+            tracing::info!(resource = r.as_str(), objects, "cluster cache: listed");
         }
     }
 }

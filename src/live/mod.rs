@@ -112,7 +112,7 @@ fn one_line(s: &str) -> String {
 
 /// The causes of an unanswered request, once each (hyper repeats its cause in its own
 /// message), and a failed TLS verification in words that say what to fix.
-fn unreachable(e: &kube::Error, server: &str) -> String {
+fn connect_failure(e: &kube::Error, server: &str) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut src: Option<&dyn std::error::Error> = Some(e);
     while let Some(s) = src {
@@ -123,19 +123,37 @@ fn unreachable(e: &kube::Error, server: &str) -> String {
         src = s.source();
     }
     let chain = parts.join(": ");
-    if let Some(at) = chain.find("certificate verify failed") {
-        // OpenSSL ends the line with the reason: `...:: self-signed certificate`.
-        let reason = chain[at..]
-            .split(": ")
-            .map(str::trim)
-            .filter(|r| !r.is_empty() && !r.contains(".c:") && !r.starts_with("error:"))
-            .last()
-            .unwrap_or("certificate verify failed");
-        return format!(
-            "cannot reach the API server at {server}: its TLS certificate is not trusted ({reason}); check the kubeconfig's certificate-authority(-data) for this cluster, and that the server address is one the certificate names"
-        );
+    match tls_verify_failure(&chain) {
+        Some(why) => format!("cannot verify the API server at {server}: {why}"),
+        None => format!("cannot reach the API server at {server}: {chain}"),
     }
-    format!("cannot reach the API server at {server}: {chain}")
+}
+
+/// A failed verification of the server's certificate, from OpenSSL's text (`...:certificate
+/// verify failed:FILE:LINE:: REASON`), with what to check for that reason.
+fn tls_verify_failure(chain: &str) -> Option<String> {
+    let at = chain.find("certificate verify failed")?;
+    let reason = chain[at..]
+        .split(": ")
+        .map(|r| r.trim().trim_end_matches(':'))
+        .filter(|r| {
+            !r.is_empty()
+                && !r.contains(".c:")
+                && !r.starts_with("error:")
+                && !r.starts_with("certificate verify failed")
+        })
+        .last()
+        .unwrap_or("certificate verify failed");
+    let check = if reason.contains("expired") || reason.contains("not yet valid") {
+        "the server's certificate is outside its validity period (or this machine's clock is wrong)"
+    } else if reason.contains("mismatch") {
+        "the kubeconfig's server address is not one the certificate names: use one it names, or set tls-server-name"
+    } else {
+        "check the kubeconfig's certificate-authority(-data) for this cluster"
+    };
+    Some(format!(
+        "its TLS certificate is not trusted ({reason}); {check}"
+    ))
 }
 
 /// One line for a failed request: `verb` and `what` say what was attempted (`list`, `pods`).
@@ -150,7 +168,7 @@ fn explain_error(e: kube::Error, server: &str, verb: &str, what: &str) -> LiveEr
             404 => format!("{what} not found"),
             code => format!("cannot {verb} {what}: {} ({code} {})", s.message, s.reason),
         },
-        E::HyperError(_) | E::Service(_) => unreachable(&e, server),
+        E::HyperError(_) | E::Service(_) => connect_failure(&e, server),
         other => format!("cannot {verb} {what}: {other}"),
     })
 }
@@ -443,6 +461,39 @@ pub fn parse_ref(s: &str) -> Option<(Kind, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_verification_failures_say_what_to_check() {
+        let cases = [
+            (
+                "client error (Connect): error:0A000086:SSL routines:tls_post_process_server_certificate:certificate verify failed:../ssl/statem/statem_clnt.c:1889:: self-signed certificate",
+                "its TLS certificate is not trusted (self-signed certificate); check the kubeconfig's certificate-authority(-data) for this cluster",
+            ),
+            (
+                "error:1416F086:SSL routines:tls_process_server_certificate:certificate verify failed:../ssl/statem/statem_clnt.c:1919:: unable to get local issuer certificate",
+                "its TLS certificate is not trusted (unable to get local issuer certificate); check the kubeconfig's certificate-authority(-data) for this cluster",
+            ),
+            (
+                "error:0A000086:SSL routines:tls_post_process_server_certificate:certificate verify failed:../ssl/statem/statem_clnt.c:1889:: certificate has expired",
+                "its TLS certificate is not trusted (certificate has expired); the server's certificate is outside its validity period (or this machine's clock is wrong)",
+            ),
+            (
+                "error:0A000086:SSL routines:tls_post_process_server_certificate:certificate verify failed:../ssl/statem/statem_clnt.c:1889:: IP address mismatch",
+                "its TLS certificate is not trusted (IP address mismatch); the kubeconfig's server address is not one the certificate names: use one it names, or set tls-server-name",
+            ),
+            (
+                "error:0A000086:SSL routines::certificate verify failed:::",
+                "its TLS certificate is not trusted (certificate verify failed); check the kubeconfig's certificate-authority(-data) for this cluster",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(tls_verify_failure(text).as_deref(), Some(want), "{text}");
+        }
+        assert_eq!(
+            tls_verify_failure("tcp connect error: Connection refused (os error 111)"),
+            None
+        );
+    }
 
     #[test]
     fn references_as_kubectl_writes_them() {
