@@ -1283,18 +1283,22 @@ fn explain_a_pod_of_the_dump_without_itself() {
     ]});
     let cluster = dir.join("cluster.json");
     std::fs::write(&cluster, dump.to_string()).unwrap();
-    let pod = dir.join("pod.json");
-    std::fs::write(&pod, fat.to_string()).unwrap();
-    let r = run(
-        &[
-            "explain",
-            "--cluster",
-            cluster.to_str().unwrap(),
-            "--pod",
-            pod.to_str().unwrap(),
-        ],
-        None,
-    );
+    // `explain --cluster DUMP --pod FILE` of `pod` written as the file.
+    let explain = |pod: &serde_json::Value| {
+        let file = dir.join("pod.json");
+        std::fs::write(&file, pod.to_string()).unwrap();
+        run(
+            &[
+                "explain",
+                "--cluster",
+                cluster.to_str().unwrap(),
+                "--pod",
+                file.to_str().unwrap(),
+            ],
+            None,
+        )
+    };
+    let r = explain(&fat);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stdout.starts_with("1/1 nodes are available"),
@@ -1312,17 +1316,7 @@ fn explain_a_pod_of_the_dump_without_itself() {
     let mut stranger = fat.clone();
     stranger["metadata"]["name"] = "stranger".into();
     stranger["metadata"]["labels"] = serde_json::json!({"app": "stranger"});
-    std::fs::write(&pod, stranger.to_string()).unwrap();
-    let r = run(
-        &[
-            "explain",
-            "--cluster",
-            cluster.to_str().unwrap(),
-            "--pod",
-            pod.to_str().unwrap(),
-        ],
-        None,
-    );
+    let r = explain(&stranger);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("Insufficient cpu"), "{}", r.stdout);
     assert!(
@@ -1335,17 +1329,7 @@ fn explain_a_pod_of_the_dump_without_itself() {
     let mut new = fat.clone();
     new["metadata"]["uid"] = serde_json::Value::Null;
     new["metadata"]["name"] = "fat-2".into();
-    std::fs::write(&pod, new.to_string()).unwrap();
-    let r = run(
-        &[
-            "explain",
-            "--cluster",
-            cluster.to_str().unwrap(),
-            "--pod",
-            pod.to_str().unwrap(),
-        ],
-        None,
-    );
+    let r = explain(&new);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("Insufficient cpu"), "{}", r.stdout);
     std::fs::remove_dir_all(dir).ok();

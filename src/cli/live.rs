@@ -849,6 +849,8 @@ mod tests {
     #[test]
     fn which_workloads_create_pods() {
         use serde_json::json;
+        // A Job whose status has one condition.
+        let cond = |t: &str, status: &str| json!({"status": {"conditions": [{"type": t, "status": status}]}});
         let cases = [
             (Kind::CronJob, json!({"spec": {"schedule": "@daily"}}), true),
             (Kind::CronJob, json!({"spec": {"suspend": true}}), false),
@@ -862,16 +864,8 @@ mod tests {
                 json!({"spec": {"jobTemplate": {"spec": {"parallelism": 0}}}}),
                 false,
             ),
-            (
-                Kind::Job,
-                json!({"status": {"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}]}}),
-                false,
-            ),
-            (
-                Kind::Job,
-                json!({"status": {"conditions": [{"type": "FailureTarget", "status": "True"}]}}),
-                false,
-            ),
+            (Kind::Job, cond("SuccessCriteriaMet", "True"), false),
+            (Kind::Job, cond("FailureTarget", "True"), false),
             (
                 Kind::Job,
                 json!({"spec": {}, "status": {"active": 1}}),
@@ -879,21 +873,9 @@ mod tests {
             ),
             (Kind::Job, json!({"spec": {"suspend": true}}), false),
             (Kind::Job, json!({"spec": {"parallelism": 0}}), false),
-            (
-                Kind::Job,
-                json!({"status": {"conditions": [{"type": "Complete", "status": "True"}]}}),
-                false,
-            ),
-            (
-                Kind::Job,
-                json!({"status": {"conditions": [{"type": "Failed", "status": "True"}]}}),
-                false,
-            ),
-            (
-                Kind::Job,
-                json!({"status": {"conditions": [{"type": "Suspended", "status": "False"}]}}),
-                true,
-            ),
+            (Kind::Job, cond("Complete", "True"), false),
+            (Kind::Job, cond("Failed", "True"), false),
+            (Kind::Job, cond("Suspended", "False"), true),
             (Kind::Deployment, json!({"spec": {"replicas": 0}}), false),
             (Kind::Deployment, json!({"spec": {}}), true),
             (Kind::DaemonSet, json!({"spec": {}}), true),
