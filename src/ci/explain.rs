@@ -589,7 +589,7 @@ spec:
         // A dump of `kubectl get all`, and a pod of a node deleted since: the rest is read,
         // and what was left out is noted.
         let (cluster, notes) = cluster_from(
-            "apiVersion: v1\nkind: List\nitems:\n- {kind: Node, metadata: {name: n1}}\n- {kind: Deployment, apiVersion: apps/v1, metadata: {name: web}, spec: {replicas: 2, template: {spec: {containers: [{name: c}]}}}}\n- {kind: Service, apiVersion: v1, metadata: {name: web}, spec: {selector: {app: web}, ports: [{port: 80}]}}\n- {kind: Pod, metadata: {name: p, namespace: d}, spec: {nodeName: ghost}}\n- {kind: Pod, metadata: {name: q, namespace: d}, spec: {nodeName: n1}}\n"
+            "apiVersion: v1\nkind: List\nitems:\n- {kind: Node, metadata: {name: n1}}\n- {kind: Deployment, apiVersion: apps/v1, metadata: {name: web}, spec: {replicas: 2, template: {spec: {containers: [{name: c}]}}}}\n- {kind: Service, apiVersion: v1, metadata: {name: web}, spec: {selector: {app: web}, ports: [{port: 80}]}}\n- {kind: Node, apiVersion: longhorn.io/v1beta2, metadata: {name: n1, namespace: longhorn-system}}\n- {kind: Pod, metadata: {name: p, namespace: d}, spec: {nodeName: ghost}}\n- {kind: Pod, metadata: {name: q, namespace: d}, spec: {nodeName: n1}}\n"
                 .as_bytes(),
         )
         .unwrap();
@@ -598,7 +598,7 @@ spec:
             notes,
             [
                 "1 pod(s) of the dump are bound to nodes it does not hold (nodes deleted since, or left out of the dump): they are left out",
-                "2 object(s) of the dump are not Nodes, Pods or Namespaces: the filters do not read them",
+                "3 object(s) of the dump are not Nodes, Pods or Namespaces: the filters do not read them",
             ]
         );
         let err =

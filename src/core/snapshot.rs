@@ -64,6 +64,10 @@ pub struct SlimStatus {
 /// A Node, Pod or Namespace, as far as the snapshot reads it.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct SlimObject {
+    /// Only to tell the core kinds from a custom resource of the same kind name (Longhorn's
+    /// `Node`): `v1` or absent (the items of a typed list do not say).
+    #[serde(default, rename = "apiVersion")]
+    pub api_version: Option<String>,
     #[serde(default)]
     pub kind: Option<String>,
     #[serde(default)]
@@ -260,8 +264,9 @@ impl Builder {
 /// The kind of an object the snapshot takes (`kind` when the object does not say); `None`
 /// for another kind, which is only counted.
 fn kind_of<'a>(obj: &'a SlimObject, kind: Option<&'a str>) -> Result<Option<&'a str>, String> {
+    let core = obj.api_version.as_deref().is_none_or(|v| v == "v1");
     match obj.kind.as_deref().or(kind).unwrap_or("") {
-        k @ ("Node" | "Namespace" | "Pod") => Ok(Some(k)),
+        k @ ("Node" | "Namespace" | "Pod") if core => Ok(Some(k)),
         "" => Err("an object without kind".into()),
         _ => Ok(None),
     }
@@ -293,6 +298,7 @@ impl Sink for Vec<SlimObject> {
 /// A top-level key, matched without allocating.
 enum Key {
     Items,
+    ApiVersion,
     Kind,
     Metadata,
     Spec,
@@ -311,6 +317,7 @@ impl<'de> Deserialize<'de> for Key {
             fn visit_str<E>(self, v: &str) -> Result<Key, E> {
                 Ok(match v {
                     "items" => Key::Items,
+                    "apiVersion" => Key::ApiVersion,
                     "kind" => Key::Kind,
                     "metadata" => Key::Metadata,
                     "spec" => Key::Spec,
@@ -355,6 +362,7 @@ impl<'de, S: Sink> Visitor<'de> for DocSeed<'_, S> {
                     })?;
                     is_list = true;
                 }
+                Key::ApiVersion => obj.api_version = map.next_value()?,
                 Key::Kind => obj.kind = map.next_value()?,
                 Key::Metadata => {
                     obj.metadata = map.next_value::<Option<SlimMeta>>()?.unwrap_or_default()

@@ -337,6 +337,7 @@ macro_rules! watched {
             fn from(o: $name) -> SlimObject {
                 let m = o.metadata;
                 SlimObject {
+                    api_version: None,
                     kind: Some($kind.to_string()),
                     metadata: SlimMeta {
                         name: m.name,
