@@ -25,7 +25,7 @@ fuzz_target!(|bytes: &[u8]| {
             );
         }
     }
-    let Ok(cluster) = cluster else {
+    let Ok((cluster, _notes)) = cluster else {
         return;
     };
     let Ok(objects) = manifest::parse(text) else {
