@@ -104,10 +104,11 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
         None
     };
     let description = match (kind, &bound) {
-        (Kind::Pod, Some((node, _))) => format!(
-            "pod {ns}/{name} is bound to {node}; explained as if it were scheduled now, without itself"
+        (Kind::Pod, Some((node, _))) => placed_without_itself(ns, name, node),
+        (Kind::Pod, None) => format!(
+            "pod {ns}/{name} ({})",
+            if phase.is_empty() { "no phase" } else { phase }
         ),
-        (Kind::Pod, None) => format!("pod {ns}/{name} ({})", if phase.is_empty() { "no phase" } else { phase }),
         _ => format!("{} {ns}/{name}: a new pod of its template", kind.display()),
     };
     let caveats = crate::ci::explain::caveats(kind, v);
@@ -120,11 +121,18 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
     })
 }
 
+/// What `explain` says of a bound pod it places as if it were scheduled now.
+pub fn placed_without_itself(ns: &str, name: &str, node: &str) -> String {
+    format!(
+        "pod {ns}/{name} is bound to {node}; explained as if it were scheduled now, without itself"
+    )
+}
+
 /// The node a running pod is bound to and the pod as the cluster counts it there, with the
 /// binding taken off `template`, so the pod is placed as if it were scheduled now, without
 /// itself. `None` for a pod that is not bound, or has finished (a cluster counts it nowhere;
 /// its binding is taken off all the same).
-pub fn take_binding(
+fn take_binding(
     template: &mut PodTemplate,
     name: &str,
     ns: &str,
@@ -403,11 +411,19 @@ pub fn explain(
                 let (mut template, namespace) = crate::ci::explain::pod_from(&objs)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
                 let bound = file_binding(&objs, &mut template, &namespace);
+                let description = match &bound {
+                    Some((node, pod)) => format!(
+                        "{}: {}",
+                        path.display(),
+                        placed_without_itself(&namespace, &pod.name, node)
+                    ),
+                    None => format!("{}", path.display()),
+                };
                 Target {
                     template,
                     namespace,
                     bound,
-                    description: format!("{}", path.display()),
+                    description,
                     caveats: crate::ci::explain::file_caveats(&objs),
                 }
             }

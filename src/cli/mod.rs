@@ -1015,10 +1015,11 @@ fn run_explain(
                 "the dump",
                 &mut caveats,
             );
+            // Said only when it was so: a pod the dump does not hold there gets a note instead.
             if let (Some((node, pod)), true) = (&bound, caveats.is_empty()) {
                 eprintln!(
-                    "placement-guard: pod {ns}/{} is bound to {node}; explained as if it were scheduled now, without itself",
-                    pod.name
+                    "placement-guard: {}",
+                    live::placed_without_itself(&ns, &pod.name, node)
                 );
             }
             note_caveats(&caveats);
