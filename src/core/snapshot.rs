@@ -61,20 +61,18 @@ pub struct SlimStatus {
     pub allocatable: Option<BTreeMap<String, Quantity>>,
 }
 
-/// A Node, Pod or Namespace, as far as the snapshot reads it.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// A Node, Pod or Namespace, as far as the snapshot reads it. The `spec` and `status` of
+/// another kind are skipped unread when its `apiVersion` or `kind` come first (as the API and
+/// kubectl write them), so that a custom resource's differently typed `spec.containers` does
+/// not fail the dump.
+#[derive(Clone, Debug, Default)]
 pub struct SlimObject {
     /// Only to tell the core kinds from a custom resource of the same kind name (Longhorn's
     /// `Node`): `v1` or absent (the items of a typed list do not say).
-    #[serde(default, rename = "apiVersion")]
     pub api_version: Option<String>,
-    #[serde(default)]
     pub kind: Option<String>,
-    #[serde(default)]
     pub metadata: SlimMeta,
-    #[serde(default)]
     pub spec: Option<SlimSpec>,
-    #[serde(default)]
     pub status: Option<SlimStatus>,
 }
 
@@ -261,6 +259,55 @@ impl Builder {
     }
 }
 
+impl SlimObject {
+    /// Reads the value of one top-level field other than `items`.
+    fn read_field<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: Key,
+        map: &mut A,
+    ) -> Result<(), A::Error> {
+        match key {
+            Key::ApiVersion => self.api_version = map.next_value()?,
+            Key::Kind => self.kind = map.next_value()?,
+            Key::Metadata => {
+                self.metadata = map.next_value::<Option<SlimMeta>>()?.unwrap_or_default()
+            }
+            Key::Spec if !self.other_kind() => self.spec = map.next_value()?,
+            Key::Status if !self.other_kind() => self.status = map.next_value()?,
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Already known to be of a kind the snapshot does not take.
+    fn other_kind(&self) -> bool {
+        let core = self.api_version.as_deref().is_none_or(|v| v == "v1");
+        !core || self.kind.is_some() && matches!(kind_of(self, None), Ok(None))
+    }
+}
+
+impl<'de> Deserialize<'de> for SlimObject {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<SlimObject, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SlimObject;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a Node, Pod or Namespace")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SlimObject, A::Error> {
+                let mut obj = SlimObject::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    obj.read_field(key, &mut map)?;
+                }
+                Ok(obj)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// The kind of an object the snapshot takes (`kind` when the object does not say); `None`
 /// for another kind, which is only counted.
 fn kind_of<'a>(obj: &'a SlimObject, kind: Option<&'a str>) -> Result<Option<&'a str>, String> {
@@ -354,24 +401,14 @@ impl<'de, S: Sink> Visitor<'de> for DocSeed<'_, S> {
         let mut obj = SlimObject::default();
         let mut is_list = false;
         while let Some(key) = map.next_key::<Key>()? {
-            match key {
-                Key::Items => {
-                    map.next_value_seed(Items {
-                        kind: None,
-                        builder: &mut *self.0,
-                    })?;
-                    is_list = true;
-                }
-                Key::ApiVersion => obj.api_version = map.next_value()?,
-                Key::Kind => obj.kind = map.next_value()?,
-                Key::Metadata => {
-                    obj.metadata = map.next_value::<Option<SlimMeta>>()?.unwrap_or_default()
-                }
-                Key::Spec => obj.spec = map.next_value()?,
-                Key::Status => obj.status = map.next_value()?,
-                Key::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+            if let Key::Items = key {
+                map.next_value_seed(Items {
+                    kind: None,
+                    builder: &mut *self.0,
+                })?;
+                is_list = true;
+            } else {
+                obj.read_field(key, &mut map)?;
             }
         }
         if is_list {

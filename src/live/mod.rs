@@ -79,8 +79,21 @@ pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
     config.write_timeout = Some(c.timeout);
     let server = config.cluster_url.to_string();
     let namespace = config.default_namespace.clone();
-    let client = Client::try_from(config)
-        .map_err(|e| LiveError(format!("cannot set up a client for {server}: {e}")))?;
+    // The kubeconfig's files (client certificate and key, CA) are read only here.
+    let client = Client::try_from(config).map_err(|e| {
+        LiveError(match (&e, &c.kubeconfig) {
+            (kube::Error::InferKubeconfig(k), Some(path)) => {
+                format!("kubeconfig {}: {}", path.display(), kubeconfig_error(k))
+            }
+            (kube::Error::InferKubeconfig(k), None) => {
+                format!("kubeconfig: {}", kubeconfig_error(k))
+            }
+            _ => format!(
+                "cannot set up a client for {server}: {}",
+                one_line(&e.to_string())
+            ),
+        })
+    })?;
     Ok(Connection {
         client,
         page: c.page,
@@ -493,6 +506,43 @@ mod tests {
             tls_verify_failure("tcp connect error: Connection refused (os error 111)"),
             None
         );
+    }
+
+    /// What a kubeconfig names but cannot be loaded is said with its cause, on one line.
+    #[tokio::test]
+    async fn kubeconfig_problems_keep_their_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let text = |cluster: &str, user: &str| {
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster: {{server: 'https://127.0.0.1:1', {cluster}}}\ncontexts:\n- name: c\n  context: {{cluster: k, user: u}}\nusers:\n- name: u\n  user: {user}\n"
+            )
+        };
+        let cases = [
+            (
+                "insecure-skip-tls-verify: true",
+                "{client-certificate: /nonexistent/u.crt, client-key: /nonexistent/u.key}",
+                "failed to load client certificate: failed to read file '\"/nonexistent/u.crt\"': No such file or directory (os error 2)",
+            ),
+            (
+                "certificate-authority: /nonexistent/ca.crt",
+                "{token: t}",
+                "failed to load certificate authority: failed to read file '\"/nonexistent/ca.crt\"': No such file or directory (os error 2)",
+            ),
+        ];
+        for (cluster, user, want) in cases {
+            std::fs::write(&path, text(cluster, user)).unwrap();
+            let err = connect(&Connect {
+                kubeconfig: Some(path.clone()),
+                ..Default::default()
+            })
+            .await
+            .err()
+            .unwrap();
+            let prefix = format!("kubeconfig {}: ", path.display());
+            assert_eq!(err.0, format!("{prefix}{want}"));
+            assert!(!err.0.contains('\n'), "{}", err.0);
+        }
     }
 
     #[test]

@@ -291,11 +291,31 @@ mod tests {
         assert!(!reused);
         assert_ne!(std::fs::read(&pair.cert).unwrap(), first);
         // A certificate with another subject, with its own key.
+        let (foreign, key) = self_signed("webhook.example", 365);
+        std::fs::write(&pair.cert, &foreign).unwrap();
+        std::fs::write(&pair.key, key).unwrap();
+        let (_, reused) = dev_cert(&dir).unwrap();
+        assert!(!reused);
+        assert_ne!(std::fs::read(&pair.cert).unwrap(), foreign);
+        // Ours, but with less than 30 days left: replaced before it expires under a
+        // registered caBundle; with more, kept.
+        for (days, kept) in [(29, false), (31, true)] {
+            let (cert, key) = self_signed(DEV_CN, days);
+            std::fs::write(&pair.cert, &cert).unwrap();
+            std::fs::write(&pair.key, key).unwrap();
+            let (_, reused) = dev_cert(&dir).unwrap();
+            assert_eq!(reused, kept, "{days} days left");
+            assert_eq!(std::fs::read(&pair.cert).unwrap() == cert, kept);
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A self-signed certificate for `cn` valid for `days` more, and its key (PEM).
+    fn self_signed(cn: &str, days: u32) -> (Vec<u8>, Vec<u8>) {
         let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
         let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
         let mut name = X509NameBuilder::new().unwrap();
-        name.append_entry_by_nid(Nid::COMMONNAME, "webhook.example")
-            .unwrap();
+        name.append_entry_by_nid(Nid::COMMONNAME, cn).unwrap();
         let name = name.build();
         let mut b = X509::builder().unwrap();
         b.set_subject_name(&name).unwrap();
@@ -303,16 +323,13 @@ mod tests {
         b.set_pubkey(&key).unwrap();
         b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
             .unwrap();
-        b.set_not_after(&Asn1Time::days_from_now(365).unwrap())
+        b.set_not_after(&Asn1Time::days_from_now(days).unwrap())
             .unwrap();
         b.sign(&key, MessageDigest::sha256()).unwrap();
-        let foreign = b.build().to_pem().unwrap();
-        std::fs::write(&pair.cert, &foreign).unwrap();
-        std::fs::write(&pair.key, key.private_key_to_pem_pkcs8().unwrap()).unwrap();
-        let (_, reused) = dev_cert(&dir).unwrap();
-        assert!(!reused);
-        assert_ne!(std::fs::read(&pair.cert).unwrap(), foreign);
-        std::fs::remove_dir_all(&dir).ok();
+        (
+            b.build().to_pem().unwrap(),
+            key.private_key_to_pem_pkcs8().unwrap(),
+        )
     }
 
     #[test]

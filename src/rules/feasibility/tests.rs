@@ -282,32 +282,44 @@ fn cases() {
     }
 }
 
-/// The selection's most-missed requirement is called what most nodes lack only when most do;
-/// here taints decide (so the finding points at the tolerations), and one node in four lacks
-/// the label.
+/// The selection's most-missed requirement is called what most nodes lack only when more than
+/// half do, else it is counted; the finding points at the tolerations when taints rejected more
+/// nodes, at the selector when it rejected as many or more.
 #[test]
 fn the_most_missed_requirement_is_counted_not_called_most() {
     let tainted = json!({"taints": [{"key": "team", "value": "infra", "effect": "NoSchedule"}]});
-    let c = Cluster::new(
-        vec![
-            node("g1", json!({"pool": "general"}), tainted.clone()),
-            node("g2", json!({"pool": "general"}), tainted.clone()),
-            node("g3", json!({"pool": "general"}), tainted),
-            node("x1", json!({"pool": "batch"}), json!({})),
-        ],
-        HashMap::new(),
-    )
-    .unwrap();
-    let v = judge(
-        &rules("deny"),
-        ClusterState::Ready(&c),
-        &gated(json!({"nodeSelector": {"pool": "general"}})),
-        Some(&gated(json!({}))),
-    );
-    assert_eq!(
-        findings(&v),
-        ["Deny spec.tolerations: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 3 node(s) had untolerated taint(s). 1/4 node(s) lack pool=general, the requirement most missed. Untolerated: team=infra:NoSchedule on 3 node(s)."]
-    );
+    let cases = [
+        (3, "tolerations", "1 node(s) didn't match Pod's node affinity/selector, 3 node(s) had untolerated taint(s). 1/4 node(s) lack pool=general, the requirement most missed. Untolerated: team=infra:NoSchedule on 3 node(s)."),
+        (2, "nodeSelector", "2 node(s) didn't match Pod's node affinity/selector, 2 node(s) had untolerated taint(s). 2/4 node(s) lack pool=general, the requirement most missed. Untolerated: team=infra:NoSchedule on 2 node(s)."),
+        (1, "nodeSelector", "1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=general (3/4 nodes). Untolerated: team=infra:NoSchedule on 1 node(s)."),
+    ];
+    for (general, field, want) in cases {
+        let nodes = (0..4)
+            .map(|i| {
+                if i < general {
+                    node(
+                        &format!("g{i}"),
+                        json!({"pool": "general"}),
+                        tainted.clone(),
+                    )
+                } else {
+                    node(&format!("x{i}"), json!({"pool": "batch"}), json!({}))
+                }
+            })
+            .collect();
+        let c = Cluster::new(nodes, HashMap::new()).unwrap();
+        let v = judge(
+            &rules("deny"),
+            ClusterState::Ready(&c),
+            &gated(json!({"nodeSelector": {"pool": "general"}})),
+            Some(&gated(json!({}))),
+        );
+        assert_eq!(
+            findings(&v),
+            [format!("Deny spec.{field}: Forbidden: after this update no node can run the pod: 0/4 nodes are available: {want}")],
+            "{general} general node(s)"
+        );
+    }
 }
 
 #[test]
