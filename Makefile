@@ -1,7 +1,7 @@
 # The two set-up commands of the README: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test lint unit build bench bench-micro bench-cluster fuzz soak
+.PHONY: run test lint unit build build-pgo bench bench-pgo bench-micro bench-cluster fuzz soak
 
 ## Start the admission server with the built-in rules and a generated dev certificate.
 run:
@@ -13,6 +13,9 @@ test: lint unit
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets --locked -- -D warnings
+	# The fuzz targets are a workspace of their own that clippy does not see: checked here, so
+	# that a change to the library's API cannot leave them unbuilt until the next fuzz run.
+	$(CARGO) check --manifest-path fuzz/Cargo.toml --locked --bins
 
 unit:
 	$(CARGO) test --all-targets --locked
@@ -24,6 +27,17 @@ build:
 bench:
 	command -v oha >/dev/null 2>&1 || $(CARGO) install oha --locked
 	python3 bench/load.py
+
+## The release server built with a profile of its own admission reviews (and the bench's no-op
+## baseline alike) into target/pgo/release: about 10% less CPU a review. Needs llvm-profdata of
+## rustc's LLVM version (Debian: llvm-NN); two release builds.
+build-pgo:
+	python3 bench/pgo.py
+
+## `make bench` on the profile-guided build of both servers.
+bench-pgo: build-pgo
+	command -v oha >/dev/null 2>&1 || $(CARGO) install oha --locked
+	BENCH_PGO=1 python3 bench/load.py
 
 ## Soak: SOAK_SECONDS (default 600) at a fixed rate with every recorded review, malformed bodies,
 ## and a certificate and rule-file change every minute; fails on any unexpected answer.

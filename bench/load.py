@@ -22,7 +22,9 @@ Environment: BENCH_SECONDS (closed-loop run length, default 8), BENCH_RUNS (defa
 BENCH_QUICK=1 (closed loop only),
 BENCH_RATE (default 2000),
 BENCH_SOAK (seconds of the fixed-rate run on /validate used for the memory figure, default 30;
-300 for the 5-minute check).
+300 for the 5-minute check),
+BENCH_PGO=1 (measure the profile-guided build of both servers, `make build-pgo`, instead of
+building the plain release).
 """
 import json, os, shutil, statistics, subprocess, sys, tempfile, time, threading
 
@@ -35,6 +37,9 @@ RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 RATE = int(os.environ.get("BENCH_RATE", "2000"))
 SOAK = int(os.environ.get("BENCH_SOAK", "30"))
+# The profile-guided build of both servers (`make build-pgo`, target/pgo/release), each built
+# and trained alike so that the ratio compares like with like.
+PGO = os.environ.get("BENCH_PGO") == "1"
 WORKERS = "1"
 # Servers on core 1, the load generator on core 0 (no pinning on a single core).
 PINNED = (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
@@ -146,10 +151,15 @@ def non_200(results):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "placement-guard", "--example", "noop_server"],
-                   cwd=ROOT, check=True)
+    if PGO:
+        rel = os.path.join(ROOT, "target", "pgo", "release")
+        if not os.path.exists(os.path.join(rel, "examples", "noop_server")):
+            sys.exit("BENCH_PGO=1 measures the profile-guided build: run `make build-pgo` first")
+    else:
+        subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "placement-guard", "--example", "noop_server"],
+                       cwd=ROOT, check=True)
+        rel = os.path.join(ROOT, "target", "release")
     tmp = tempfile.mkdtemp(prefix="pg-bench-")
-    rel = os.path.join(ROOT, "target", "release")
     server, s_url = start(SERVER_CPU + [os.path.join(rel, "placement-guard"), "serve", "--addr", "127.0.0.1:0", "--workers", WORKERS,
                            "--dev-cert-dir", os.path.join(tmp, "pg")], tmp, "server")
     base, b_url = start(SERVER_CPU + [os.path.join(rel, "examples", "noop_server"), "127.0.0.1:0", WORKERS, os.path.join(tmp, "noop")],
@@ -158,7 +168,8 @@ def main():
     sampler.start()
     try:
         where = "servers on core 1, oha on core 0" if PINNED else "not pinned (fewer than 2 cores or no taskset)"
-        print(f"machine: {os.cpu_count()} cores; {WORKERS} worker each; {where}; closed loop {RUNS} x {SECONDS}s per case; fixed rate {RATE}/s")
+        build = "profile-guided build (target/pgo)" if PGO else "release build"
+        print(f"{build}; machine: {os.cpu_count()} cores; {WORKERS} worker each; {where}; closed loop {RUNS} x {SECONDS}s per case; fixed rate {RATE}/s")
         bodies = [(name, path, body_file(tmp, fixture, wire)) for name, path, fixture, wire in CASES]
         for name, _, body in bodies:
             print(f"  {os.path.getsize(body):>6} bytes  {name}")
