@@ -536,7 +536,16 @@ const AUDITED: [Kind; 11] = [
 /// Deployment still running or a pod changed since is judged itself. A digest per workload,
 /// not the object.
 #[derive(Default)]
-struct Owners(HashMap<String, u64>);
+struct Owners(HashMap<String, Owner>);
+
+/// A listed workload, as its owned objects ask about it.
+#[derive(Clone, Copy)]
+struct Owner {
+    digest: u64,
+    /// Whether its template was judged for placement (it creates pods): a suspended CronJob's
+    /// was not, so the Job it left running is judged on its own.
+    places: bool,
+}
 
 /// What rules judge of a pod template, hashed; pods add default tolerations and a nodeName to
 /// their template's, so those are left out.
@@ -552,30 +561,30 @@ fn directives_digest(kind: Kind, v: &Value) -> u64 {
 }
 
 impl Owners {
-    /// Whether `v`'s controller is a listed workload whose template judged these directives,
-    /// or that keeps `v` scaled to zero (a Deployment's old ReplicaSets: nothing runs them).
-    fn judged_through_owner(&self, v: &Value, digest: u64) -> bool {
+    /// `v`'s controller, if it is a listed workload whose template judged these directives, or
+    /// that keeps `v` scaled to zero (a Deployment's old ReplicaSets: nothing runs them).
+    fn judged_through_owner(&self, v: &Value, digest: u64) -> Option<Owner> {
         let idle = v["spec"]["replicas"].as_i64() == Some(0);
         v["metadata"]["ownerReferences"]
             .as_array()
             .into_iter()
             .flatten()
             .filter(|o| o["controller"] == true)
-            .any(|o| {
+            .find_map(|o| {
                 let audited = Kind::from_api_version(
                     o["apiVersion"].as_str().unwrap_or(""),
                     o["kind"].as_str().unwrap_or(""),
                 )
                 .is_some_and(|k| AUDITED.contains(&k));
-                let owner = o["uid"].as_str().and_then(|u| self.0.get(u));
-                audited && owner.is_some_and(|&d| d == digest || idle)
+                let owner = o["uid"].as_str().and_then(|u| self.0.get(u))?;
+                (audited && (owner.digest == digest || idle)).then_some(*owner)
             })
     }
 
-    fn listed(&mut self, kind: Kind, v: &Value, digest: u64) {
+    fn listed(&mut self, kind: Kind, v: &Value, owner: Owner) {
         // Pods control nothing audit reads.
         if let (false, Some(uid)) = (kind == Kind::Pod, v["metadata"]["uid"].as_str()) {
-            self.0.insert(uid.to_string(), digest);
+            self.0.insert(uid.to_string(), owner);
         }
     }
 }
@@ -742,8 +751,29 @@ fn audit_one(
     }
     let (at, object) = origin(kind, &v);
     let digest = directives_digest(kind, &v);
-    let through_owner = owners.judged_through_owner(&v, digest);
-    owners.listed(kind, &v, digest);
+    let owner = owners.judged_through_owner(&v, digest);
+    let through_owner = owner.is_some();
+    // A Deployment's ReplicaSets are where it acts: its current one has its template (judged
+    // through it), the old ones are only scaled down.
+    let by_deployment = kind == Kind::ReplicaSet
+        && v["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|o| {
+                o["controller"] == true
+                    && o["kind"] == "Deployment"
+                    && o["uid"].as_str().is_some_and(|u| owners.0.contains_key(u))
+            });
+    let running_workload = creates_pods(kind, &v) && !by_deployment;
+    owners.listed(
+        kind,
+        &v,
+        Owner {
+            digest,
+            places: running_workload || owner.is_some_and(|o| o.places),
+        },
+    );
     let ns = v["metadata"]["namespace"]
         .as_str()
         .unwrap_or("")
@@ -752,20 +782,7 @@ fn audit_one(
         let pending_pod = kind == Kind::Pod
             && v["status"]["phase"] == "Pending"
             && v["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
-        // A Deployment's ReplicaSets are where it acts: its current one has its template (judged
-        // through it), the old ones are only scaled down.
-        let by_deployment = kind == Kind::ReplicaSet
-            && v["metadata"]["ownerReferences"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|o| {
-                    o["controller"] == true
-                        && o["kind"] == "Deployment"
-                        && o["uid"].as_str().is_some_and(|u| owners.0.contains_key(u))
-                });
-        let running_workload = creates_pods(kind, &v) && !by_deployment;
-        if pending_pod || running_workload && !through_owner {
+        if pending_pod || running_workload && !owner.is_some_and(|o| o.places) {
             if let Ok(t) = workload::parse_value(kind, &v) {
                 let results = filter::evaluate(cluster, &t, &ns);
                 if !results.iter().any(|r| r.feasible) {
@@ -1060,7 +1077,10 @@ mod tests {
         owners.listed(
             Kind::Deployment,
             &serde_json::json!({"metadata": {"uid": "d-1"}}),
-            0,
+            Owner {
+                digest: 0,
+                places: true,
+            },
         );
         for (name, refs) in [
             (
@@ -1085,6 +1105,30 @@ mod tests {
                 &mut owned,
                 &mut finished,
             );
+        }
+        // CronJobs' Jobs: an active CronJob's template is judged, its Job through it; a
+        // suspended one's is not, so the Job it left running is judged on its own.
+        for (name, suspend) in [("nightly", true), ("hourly", false)] {
+            let template = serde_json::json!({"metadata": {"labels": {"app": name}},
+                "spec": {"nodeSelector": {"pool": "nowhere"}, "restartPolicy": "Never"}});
+            let cron = serde_json::json!({"apiVersion": "batch/v1", "kind": "CronJob",
+                "metadata": {"name": name, "namespace": "team-c", "uid": name},
+                "spec": {"schedule": "@daily", "suspend": suspend, "jobTemplate": {"spec": {"template": template}}}});
+            let job = serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": format!("{name}-1"), "namespace": "team-c", "uid": format!("{name}-1"),
+                    "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": name, "uid": name, "controller": true}]},
+                "spec": {"template": template}});
+            for (kind, v) in [(Kind::CronJob, cron), (Kind::Job, job)] {
+                audit_one(
+                    &mut checker,
+                    Some(&cluster),
+                    kind,
+                    v,
+                    &mut owners,
+                    &mut owned,
+                    &mut finished,
+                );
+            }
         }
         // A pod without a selection, which the scheduler bound to an allowed node: its
         // selection is judged as it asked (anything), not as a node named t-1 of unknown labels.
@@ -1124,7 +1168,11 @@ mod tests {
                 "team-a/Pod/static-gpu-1 Error spec.nodeName: Forbidden: the pod runs on node \"gpu-1\", which matches \"gpu Exists\" that pods in namespace \"team-a\" may not reach (policy off-gpu)",
                 "team-b/ReplicaSet/alone Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
                 "team-b/ReplicaSet/alone Warning spec.template.spec: topology spread constraints were not defaulted: the pod template has none of the labels \"app.kubernetes.io/name\", \"app.kubernetes.io/instance\", \"app\" to select its peers by; add one, or set topologySpreadConstraints",
-                "team-b/ReplicaSet/unlisted-owner Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+                "team-b/ReplicaSet/unlisted-owner Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
+                "team-c/CronJob/hourly Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
+                "team-c/CronJob/hourly Warning spec.jobTemplate.spec.template.spec.topologySpreadConstraints: no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname, maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=hourly)",
+                "team-c/CronJob/nightly Warning spec.jobTemplate.spec.template.spec.topologySpreadConstraints: no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname, maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=nightly)",
+                "team-c/Job/nightly-1 Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
             ]
         );
     }
@@ -1241,16 +1289,20 @@ mod tests {
             owners.listed(
                 Kind::ReplicaSet,
                 &v,
-                directives_digest(Kind::ReplicaSet, &v),
+                owner(directives_digest(Kind::ReplicaSet, &v)),
             );
         }
         let clone = rs("clone", &anti);
         owners.listed(
             Kind::CloneSet,
             &clone,
-            directives_digest(Kind::CloneSet, &clone),
+            owner(directives_digest(Kind::CloneSet, &clone)),
         );
-        let through = |v: &Value| owners.judged_through_owner(v, directives_digest(Kind::Pod, v));
+        let through = |v: &Value| {
+            owners
+                .judged_through_owner(v, directives_digest(Kind::Pod, v))
+                .is_some()
+        };
         // Same directives as its listed owner (nodeName and tolerations aside): through it.
         assert!(through(&pod("apps/v1", "ReplicaSet", "same", true)));
         assert!(through(&pod(
@@ -1279,10 +1331,17 @@ mod tests {
         owners.listed(
             Kind::Deployment,
             &rs("same", &anti),
-            directives_digest(Kind::ReplicaSet, &rs("same", &anti)),
+            owner(directives_digest(Kind::ReplicaSet, &rs("same", &anti))),
         );
-        assert!(owners.judged_through_owner(&idle, digest));
+        assert!(owners.judged_through_owner(&idle, digest).is_some());
         idle["spec"]["replicas"] = 1.into();
-        assert!(!owners.judged_through_owner(&idle, digest));
+        assert!(owners.judged_through_owner(&idle, digest).is_none());
+    }
+
+    fn owner(digest: u64) -> Owner {
+        Owner {
+            digest,
+            places: true,
+        }
     }
 }
