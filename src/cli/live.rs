@@ -271,12 +271,7 @@ async fn current_template_hash(
         selector.as_ref(),
         timeout,
         |rs| {
-            let controlled = rs["metadata"]["ownerReferences"]
-                .as_array()
-                .is_some_and(|o| {
-                    o.iter()
-                        .any(|r| r["controller"] == true && r["uid"].as_str() == uid)
-                });
+            let controlled = controllers(&rs).any(|r| r["uid"].as_str() == uid);
             if !controlled {
                 return;
             }
@@ -560,25 +555,29 @@ fn directives_digest(kind: Kind, v: &Value) -> u64 {
     h.finish()
 }
 
+/// The owner references of `v` that are its controller (one, when the API server admitted it).
+fn controllers(v: &Value) -> impl Iterator<Item = &Value> {
+    v["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| o["controller"] == true)
+}
+
 impl Owners {
     /// `v`'s controller, if it is a listed workload whose template judged these directives, or
     /// that keeps `v` scaled to zero (a Deployment's old ReplicaSets: nothing runs them).
     fn judged_through_owner(&self, v: &Value, digest: u64) -> Option<Owner> {
         let idle = v["spec"]["replicas"].as_i64() == Some(0);
-        v["metadata"]["ownerReferences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|o| o["controller"] == true)
-            .find_map(|o| {
-                let audited = Kind::from_api_version(
-                    o["apiVersion"].as_str().unwrap_or(""),
-                    o["kind"].as_str().unwrap_or(""),
-                )
-                .is_some_and(|k| AUDITED.contains(&k));
-                let owner = o["uid"].as_str().and_then(|u| self.0.get(u))?;
-                (audited && (owner.digest == digest || idle)).then_some(*owner)
-            })
+        controllers(v).find_map(|o| {
+            let audited = Kind::from_api_version(
+                o["apiVersion"].as_str().unwrap_or(""),
+                o["kind"].as_str().unwrap_or(""),
+            )
+            .is_some_and(|k| AUDITED.contains(&k));
+            let owner = o["uid"].as_str().and_then(|u| self.0.get(u))?;
+            (audited && (owner.digest == digest || idle)).then_some(*owner)
+        })
     }
 
     fn listed(&mut self, kind: Kind, v: &Value, owner: Owner) {
@@ -756,15 +755,9 @@ fn audit_one(
     // A Deployment's ReplicaSets are where it acts: its current one has its template (judged
     // through it), the old ones are only scaled down.
     let by_deployment = kind == Kind::ReplicaSet
-        && v["metadata"]["ownerReferences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|o| {
-                o["controller"] == true
-                    && o["kind"] == "Deployment"
-                    && o["uid"].as_str().is_some_and(|u| owners.0.contains_key(u))
-            });
+        && controllers(&v).any(|o| {
+            o["kind"] == "Deployment" && o["uid"].as_str().is_some_and(|u| owners.0.contains_key(u))
+        });
     let running_workload = creates_pods(kind, &v) && !by_deployment;
     owners.listed(
         kind,

@@ -283,8 +283,7 @@ impl SlimObject {
 
     /// Already known to be of a kind the snapshot does not take.
     fn other_kind(&self) -> bool {
-        let core = self.api_version.as_deref().is_none_or(|v| v == "v1");
-        !core || self.kind.is_some() && matches!(kind_of(self, None), Ok(None))
+        !is_core(self) || self.kind.is_some() && matches!(kind_of(self, None), Ok(None))
     }
 }
 
@@ -308,12 +307,16 @@ impl<'de> Deserialize<'de> for SlimObject {
     }
 }
 
+/// Of the core API group's `v1` (or not saying, as the items of a typed list).
+fn is_core(obj: &SlimObject) -> bool {
+    obj.api_version.as_deref().is_none_or(|v| v == "v1")
+}
+
 /// The kind of an object the snapshot takes (`kind` when the object does not say); `None`
 /// for another kind, which is only counted.
 fn kind_of<'a>(obj: &'a SlimObject, kind: Option<&'a str>) -> Result<Option<&'a str>, String> {
-    let core = obj.api_version.as_deref().is_none_or(|v| v == "v1");
     match obj.kind.as_deref().or(kind).unwrap_or("") {
-        k @ ("Node" | "Namespace" | "Pod") if core => Ok(Some(k)),
+        k @ ("Node" | "Namespace" | "Pod") if is_core(obj) => Ok(Some(k)),
         "" => Err("an object without kind".into()),
         _ => Ok(None),
     }

@@ -53,18 +53,15 @@ pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
     };
     let mut config = match (&c.kubeconfig, &c.context) {
         (Some(path), _) => {
-            let kc = Kubeconfig::read_from(path).map_err(|e| {
-                LiveError(format!("kubeconfig {}: {}", path.display(), kubeconfig_error(&e)))
-            })?;
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| kubeconfig_failure(Some(path), &e))?;
             Config::from_custom_kubeconfig(kc, &options)
                 .await
-                .map_err(|e| {
-                    LiveError(format!("kubeconfig {}: {}", path.display(), kubeconfig_error(&e)))
-                })?
+                .map_err(|e| kubeconfig_failure(Some(path), &e))?
         }
         (None, Some(_)) => Config::from_kubeconfig(&options)
             .await
-            .map_err(|e| LiveError(format!("kubeconfig: {}", kubeconfig_error(&e))))?,
+            .map_err(|e| kubeconfig_failure(None, &e))?,
         (None, None) => Config::infer().await.map_err(|e| {
             LiveError(format!(
                 "no cluster to talk to: {e} (set KUBECONFIG, pass --kubeconfig, or run in a pod with a service account)"
@@ -79,20 +76,13 @@ pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
     config.write_timeout = Some(c.timeout);
     let server = config.cluster_url.to_string();
     let namespace = config.default_namespace.clone();
-    // The kubeconfig's files (client certificate and key, CA) are read only here.
-    let client = Client::try_from(config).map_err(|e| {
-        LiveError(match (&e, &c.kubeconfig) {
-            (kube::Error::InferKubeconfig(k), Some(path)) => {
-                format!("kubeconfig {}: {}", path.display(), kubeconfig_error(k))
-            }
-            (kube::Error::InferKubeconfig(k), None) => {
-                format!("kubeconfig: {}", kubeconfig_error(k))
-            }
-            _ => format!(
-                "cannot set up a client for {server}: {}",
-                one_line(&e.to_string())
-            ),
-        })
+    // The client certificate and key a kubeconfig names are read only here.
+    let client = Client::try_from(config).map_err(|e| match &e {
+        kube::Error::InferKubeconfig(k) => kubeconfig_failure(c.kubeconfig.as_deref(), k),
+        _ => LiveError(format!(
+            "cannot set up a client for {server}: {}",
+            one_line(&e.to_string())
+        )),
     })?;
     Ok(Connection {
         client,
@@ -100,6 +90,21 @@ pub async fn connect(c: &Connect) -> Result<Connection, LiveError> {
         namespace,
         server,
     })
+}
+
+/// A kubeconfig problem, said with the file when one was given.
+fn kubeconfig_failure(
+    path: Option<&std::path::Path>,
+    e: &kube::config::KubeconfigError,
+) -> LiveError {
+    match path {
+        Some(p) => LiveError(format!(
+            "kubeconfig {}: {}",
+            p.display(),
+            kubeconfig_error(e)
+        )),
+        None => LiveError(format!("kubeconfig: {}", kubeconfig_error(e))),
+    }
 }
 
 /// A kubeconfig problem in kubectl's terms, on one line.
@@ -513,6 +518,11 @@ mod tests {
     async fn kubeconfig_problems_keep_their_cause() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config");
+        let cert = crate::server::tls::generate_dev_cert(&dir.path().join("client")).unwrap();
+        let client_key = format!(
+            "{{client-certificate: {}, client-key: /nonexistent/u.key}}",
+            cert.cert.display()
+        );
         let text = |cluster: &str, user: &str| {
             format!(
                 "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster: {{server: 'https://127.0.0.1:1', {cluster}}}\ncontexts:\n- name: c\n  context: {{cluster: k, user: u}}\nusers:\n- name: u\n  user: {user}\n"
@@ -524,6 +534,12 @@ mod tests {
                 "{client-certificate: /nonexistent/u.crt, client-key: /nonexistent/u.key}",
                 "failed to load client certificate: failed to read file '\"/nonexistent/u.crt\"': No such file or directory (os error 2)",
             ),
+            (
+                "insecure-skip-tls-verify: true",
+                &client_key,
+                "failed to load client key: failed to read file '\"/nonexistent/u.key\"': No such file or directory (os error 2)",
+            ),
+            // Read with the kubeconfig itself.
             (
                 "certificate-authority: /nonexistent/ca.crt",
                 "{token: t}",
