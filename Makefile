@@ -29,7 +29,7 @@ bench:
 	python3 bench/load.py
 
 ## The release server built with a profile of its own admission reviews (and the bench's no-op
-## baseline alike) into target/pgo/release: about 8% less CPU a gated pod update, 3% a denial. Needs llvm-profdata of
+## baseline alike) into target/pgo/HOST/release: about 8% less CPU a gated pod update, 3% a denial. Needs llvm-profdata of
 ## rustc's LLVM version (Debian: llvm-NN); two release builds.
 build-pgo:
 	python3 bench/pgo.py

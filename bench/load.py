@@ -37,7 +37,7 @@ RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 RATE = int(os.environ.get("BENCH_RATE", "2000"))
 SOAK = int(os.environ.get("BENCH_SOAK", "30"))
-# The profile-guided build of both servers (`make build-pgo`, target/pgo/release), each built
+# The profile-guided build of both servers (`make build-pgo`, target/pgo/HOST/release), each built
 # and trained alike so that the ratio compares like with like.
 PGO = os.environ.get("BENCH_PGO") == "1"
 WORKERS = "1"
@@ -53,6 +53,25 @@ CASES = [
     ("mutate: pod CREATE getting spread defaults", "/mutate", "pod-create-jsonpatch-spread.mutate.json", True),
     ("validate: gated pod UPDATE, pretty-printed as stored", "/validate", "pod-update-add-nodeselector-gated.validate.json", False),
 ]
+
+
+def rustc_info():
+    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    return dict(l.split(": ", 1) for l in out.splitlines() if ": " in l)
+
+
+def host():
+    return rustc_info()["host"]
+
+
+def pgo_release():
+    """Where `make build-pgo` puts its binaries (built with `--target` the host)."""
+    return os.path.join(ROOT, "target", "pgo", host(), "release")
+
+
+def commit():
+    """HEAD, marked when the work tree differs from it."""
+    return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
 
 def oha():
@@ -152,10 +171,15 @@ def non_200(results):
 
 def main():
     if PGO:
-        rel = os.path.join(ROOT, "target", "pgo", "release")
+        rel = pgo_release()
         if not os.path.exists(os.path.join(rel, "examples", "noop_server")):
             sys.exit("BENCH_PGO=1 measures the profile-guided build: run `make build-pgo` first")
+        with open(os.path.join(ROOT, "target", "pgo", "COMMIT")) as f:
+            built = f.read().strip()
+        if built != commit():
+            print(f"warning: the profile-guided build is of {built}, the work tree is at {commit()}: run `make build-pgo`")
     else:
+        built = None
         subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "placement-guard", "--example", "noop_server"],
                        cwd=ROOT, check=True)
         rel = os.path.join(ROOT, "target", "release")
@@ -168,7 +192,7 @@ def main():
     sampler.start()
     try:
         where = "servers on core 1, oha on core 0" if PINNED else "not pinned (fewer than 2 cores or no taskset)"
-        build = "profile-guided build (target/pgo)" if PGO else "release build"
+        build = f"profile-guided build of {built}" if PGO else "release build"
         print(f"{build}; machine: {os.cpu_count()} cores; {WORKERS} worker each; {where}; closed loop {RUNS} x {SECONDS}s per case; fixed rate {RATE}/s")
         bodies = [(name, path, body_file(tmp, fixture, wire)) for name, path, fixture, wire in CASES]
         for name, _, body in bodies:
