@@ -234,7 +234,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 201, "{body}");
     assert_eq!(
         feasibility(&warnings),
-        ["feasibility: spec: no node can run this pod now: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=nowhere (3/3 nodes)."]
+        ["feasibility: spec: no node can run this pod now, whatever tolerations it gets before its scheduling gates are removed: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=nowhere (3/3 nodes)."]
     );
     let (code, body) = api.create(
         PODS,
@@ -307,6 +307,14 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
         feasibility(&warnings),
         ["feasibility: spec.template.spec: no node can run a pod of this template now: 0/3 nodes are available: 3 node(s) had untolerated taint(s). Untolerated: dedicated=batch:NoSchedule on 3 node(s)."]
     );
+    // The same template in a Kueue queue: Kueue gates its pods and may add its flavour's
+    // tolerations as it admits them, so the taints alone are not warned.
+    let mut queued = deploy.clone();
+    queued["metadata"] = json!({"name": "queued", "labels": {"kueue.x-k8s.io/queue-name": "team"}});
+    let (code, body, warnings) =
+        api.request("POST", deployments, Some(("application/json", &queued)));
+    assert_eq!(code, 201, "{body}");
+    assert!(feasibility(&warnings).is_empty(), "{warnings:?}");
     let (_, metrics) = get(&server, "/metrics");
     for want in [
         "placement_guard_cluster_cache_objects{resource=\"nodes\"} 3",

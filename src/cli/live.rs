@@ -777,15 +777,23 @@ fn audit_one(
             && v["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
         if pending_pod || running_workload && !owner.is_some_and(|o| o.places) {
             if let Ok(t) = workload::parse_value(kind, &v) {
-                let results = filter::evaluate(cluster, &t, &ns);
+                let mut results = filter::evaluate(cluster, &t, &ns);
+                // What releases a held pod may add tolerations (as the admission rule judges).
+                let held = t.held();
+                if held.is_some() {
+                    filter::without_taints(&mut results);
+                }
                 if !results.iter().any(|r| r.feasible) {
                     let summary = filter::summary(&results);
+                    let when = held.map_or(String::new(), |h| {
+                        format!(", whatever tolerations it gets before {}", h.release())
+                    });
                     let message = if pending_pod && t.spec.is_gated() {
-                        format!("the pod is gated; once its gates are removed it stays Pending: {summary}")
+                        format!("the pod is gated; whatever tolerations it gets before its gates are removed, it stays Pending then: {summary}")
                     } else if pending_pod {
                         format!("the pod is Pending and no node can run it now: {summary}")
                     } else {
-                        format!("no node can run a new pod of this template now: {summary}")
+                        format!("no node can run a new pod of this template now{when}: {summary}")
                     };
                     checker.infeasible(&at, &object, message);
                 }
@@ -1173,6 +1181,85 @@ mod tests {
     /// The rules each object gets from `audit`: a finished pod none (counted), a live pod no
     /// spread defaults (what the mutating webhook would add can no longer be added to it), its
     /// workload both.
+    /// What releases a held pod (its gates' remover, Kueue for a queued workload) may add the
+    /// tolerations it needs: taints are left out for those, as the admission rule leaves them.
+    #[test]
+    fn audit_leaves_taints_to_what_releases_a_held_pod() {
+        let rules = RuleSet::default();
+        let node = |name: &str, spec: serde_json::Value| {
+            crate::core::snapshot::node_of(
+                serde_json::from_value(serde_json::json!({"metadata": {"name": name, "labels": {"pool": name}}, "spec": spec}))
+                    .unwrap(),
+            )
+        };
+        let cluster = Cluster::new(
+            vec![
+                node(
+                    "gpu",
+                    serde_json::json!({"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),
+                ),
+                node("old", serde_json::json!({"unschedulable": true})),
+            ],
+            HashMap::new(),
+        )
+        .unwrap();
+        let gates = serde_json::json!([{"name": "kueue.x-k8s.io/admission"}]);
+        let pod = |name: &str, pool: &str, gated: bool| {
+            let mut spec = serde_json::json!({"nodeSelector": {"pool": pool}, "containers": []});
+            if gated {
+                spec["schedulingGates"] = gates.clone();
+            }
+            (
+                Kind::Pod,
+                serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "q"},
+                    "spec": spec, "status": {"phase": "Pending"}}),
+            )
+        };
+        let deployment = |name: &str, labels: serde_json::Value| {
+            (
+                Kind::Deployment,
+                serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "q", "labels": labels},
+                    "spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}, "containers": []}}}}),
+            )
+        };
+        let mut checker = Checker::new(&rules);
+        let (mut owners, mut owned, mut finished) = (Owners::default(), 0, 0);
+        for (kind, v) in [
+            pod("gated-gpu", "gpu", true),
+            pod("gated-cordoned", "old", true),
+            pod("pending-gpu", "gpu", false),
+            deployment(
+                "queued",
+                serde_json::json!({"kueue.x-k8s.io/queue-name": "team"}),
+            ),
+            deployment("unqueued", serde_json::json!({})),
+        ] {
+            audit_one(
+                &mut checker,
+                Some(&cluster),
+                kind,
+                v,
+                &mut owners,
+                &mut owned,
+                &mut finished,
+            );
+        }
+        let found: Vec<(String, String)> = checker
+            .finish()
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == "feasibility")
+            .map(|d| (d.file.clone(), d.message.clone()))
+            .collect();
+        let want = [
+            ("q/Deployment/unqueued", "no node can run a new pod of this template now: 0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."),
+            ("q/Pod/gated-cordoned", "the pod is gated; whatever tolerations it gets before its gates are removed, it stays Pending then: 0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) were unschedulable."),
+            ("q/Pod/pending-gpu", "the pod is Pending and no node can run it now: 0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()));
+        assert_eq!(found, want);
+    }
+
     #[test]
     fn audit_judges_what_can_still_be_acted_on() {
         let rules = RuleSet::default();

@@ -196,6 +196,31 @@ pub fn workload_pod_spec(value: &Value) -> Option<PodSpec> {
     }
 }
 
+/// The label that puts a workload (or a pod) in a Kueue LocalQueue.
+pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+
+/// What holds a pod (template) back from the scheduler, see [`PodTemplate::held`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// `spec.schedulingGates` (KEP-3838).
+    Gated,
+    /// A Job's `spec.suspend` (a CronJob's Jobs').
+    Suspended,
+    /// `kueue.x-k8s.io/queue-name`.
+    Queued,
+}
+
+impl Held {
+    /// When the holder lets the pods go, said after "before".
+    pub fn release(self) -> &'static str {
+        match self {
+            Held::Gated => "its scheduling gates are removed",
+            Held::Suspended => "it is resumed (suspend: false)",
+            Held::Queued => "Kueue admits it (kueue.x-k8s.io/queue-name)",
+        }
+    }
+}
+
 /// A pod, or the pod template of a workload, with what the rules need to know about its owner.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PodTemplate {
@@ -211,6 +236,8 @@ pub struct PodTemplate {
     /// A Job's `spec.manualSelector` (a CronJob's Jobs'): kube-apiserver then generates neither
     /// the selector nor the labels that go with it.
     pub manual_selector: bool,
+    /// A workload's `spec.suspend` (a Job's; a CronJob's Jobs'): a queue manager resumes it.
+    pub suspended: bool,
 }
 
 impl PodTemplate {
@@ -223,6 +250,7 @@ impl PodTemplate {
             spec: PodSpec::default(),
             selector: None,
             manual_selector: false,
+            suspended: false,
         }
     }
 
@@ -233,6 +261,29 @@ impl PodTemplate {
 
     pub fn spec_path(&self) -> FieldPath {
         self.kind.pod_spec_path()
+    }
+
+    /// Who still completes this object's scheduling directives before its pods meet the
+    /// scheduler, if anyone: the controller that removes a pod's (or the template's)
+    /// scheduling gates, the one that resumes a suspended Job, or Kueue for a workload labelled
+    /// with its queue (its pods get Kueue's gate; a pod's label alone says nothing, as Kueue's
+    /// webhook gates the pods it manages before any validating webhook sees them). Such a
+    /// controller may add the tolerations of the nodes it picks, as Kueue adds its
+    /// ResourceFlavor's.
+    pub fn held(&self) -> Option<Held> {
+        if self.spec.is_gated() {
+            Some(Held::Gated)
+        } else if self.suspended && matches!(self.kind, Kind::Job | Kind::CronJob) {
+            Some(Held::Suspended)
+        } else if self.kind != Kind::Pod
+            && [&self.meta, self.template_meta()]
+                .iter()
+                .any(|m| m.labels().contains_key(KUEUE_QUEUE_LABEL))
+        {
+            Some(Held::Queued)
+        } else {
+            None
+        }
     }
 
     /// The labels the pods will carry. Unless a Job sets `manualSelector`, kube-apiserver
@@ -506,6 +557,9 @@ struct WorkloadSpec {
     /// A Job's.
     #[serde(default, rename = "manualSelector")]
     manual_selector: Option<bool>,
+    /// A Job's.
+    #[serde(default)]
+    suspend: Option<bool>,
     #[serde(default)]
     template: TemplateView,
 }
@@ -664,6 +718,7 @@ fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplat
         spec: spec.template.spec,
         selector,
         manual_selector: spec.manual_selector == Some(true),
+        suspended: spec.suspend == Some(true),
     }
 }
 
@@ -718,6 +773,7 @@ where
                 spec: o.spec,
                 selector: None,
                 manual_selector: false,
+                suspended: false,
             }
         }
         Kind::PodTemplate => {
@@ -730,6 +786,7 @@ where
                 spec: o.template.spec,
                 selector: None,
                 manual_selector: false,
+                suspended: false,
             }
         }
         Kind::CronJob => {

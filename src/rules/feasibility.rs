@@ -7,7 +7,10 @@
 //! - A pod UPDATE that removes the last scheduling gate: every filter, against the cached pods;
 //!   a warning that the pod will stay Pending.
 //! - Pod CREATE, and workload CREATE/UPDATE: the node-side filters on the pod (template); a
-//!   warning.
+//!   warning. Taints are left out while the pod is held ([`PodTemplate::held`]: gated, a
+//!   suspended Job, in a Kueue queue), since what releases it may add tolerations. A gated
+//!   pod's tightening counts them: that update is the releaser's own (Kueue sets its flavour's
+//!   selectors and tolerations in one patch).
 //!
 //! Warn is the default: a cluster autoscaler adds nodes that match pending pods, so a pod no
 //! node fits today may well run in a few minutes.
@@ -112,17 +115,26 @@ impl Rule for FeasibilityRule {
                 .and_then(|changed| tightening(s, cluster, old, new, changed))
                 .or_else(|| ungated(cluster, new, input.namespace)),
             Case::Tightened(changed) => tightening(s, cluster, old, new, changed),
-            Case::Admitted => node_side(cluster, new).map(|(summary, _)| {
-                let what = if new.kind == Kind::Pod {
-                    "no node can run this pod now"
-                } else {
-                    "no node can run a pod of this template now"
-                };
-                (
-                    warning(new.spec_path(), format!("{what}: {summary}")),
-                    Action::Warn,
-                )
-            }),
+            // A held pod (template) is judged as its holder may still complete it: the
+            // selection it gets then only narrows (Kueue adds its flavour's nodeLabels), but
+            // the tolerations it gets then widen, so taints are left to the release.
+            Case::Admitted => {
+                let held = new.held();
+                node_side(cluster, new, held.is_some()).map(|(summary, _)| {
+                    let what = if new.kind == Kind::Pod {
+                        "no node can run this pod now"
+                    } else {
+                        "no node can run a pod of this template now"
+                    };
+                    let when = held.map_or(String::new(), |h| {
+                        format!(", whatever tolerations it gets before {}", h.release())
+                    });
+                    (
+                        warning(new.spec_path(), format!("{what}{when}: {summary}")),
+                        Action::Warn,
+                    )
+                })
+            }
         };
         if let Some((error, action)) = finding {
             verdict.findings.push(Finding {
@@ -147,14 +159,14 @@ fn tightening(
     new: &PodTemplate,
     changed: Changed,
 ) -> Option<(FieldError, Action)> {
-    let (summary, taints) = node_side(cluster, new)?;
+    let (summary, taints) = node_side(cluster, new, false)?;
     let path = if taints {
         new.spec_path().child("tolerations")
     } else {
         changed.path
     };
     let took_the_last_node =
-        changed.selection && old.is_some_and(|o| node_side(cluster, o).is_none());
+        changed.selection && old.is_some_and(|o| node_side(cluster, o, false).is_none());
     Some((
         FieldError::forbidden(
             path,
@@ -230,8 +242,8 @@ fn warning(path: FieldPath, detail: String) -> FieldError {
 
 /// The node-side filters: `None` when some node passes, else the scheduler's summary with the
 /// selection's most-missed requirement and the untolerated taints, and whether taints rejected
-/// more nodes than the selection did.
-fn node_side(cluster: &Cluster, pod: &PodTemplate) -> Option<(String, bool)> {
+/// more nodes than the selection did. `without_taints` leaves the taints out.
+fn node_side(cluster: &Cluster, pod: &PodTemplate, without_taints: bool) -> Option<(String, bool)> {
     // Only the tolerations change on the way to the scheduler: no copy of the template.
     let added = pod.added_tolerations();
     let tolerations: Cow<[Toleration]> = if added.is_empty() {
@@ -239,7 +251,10 @@ fn node_side(cluster: &Cluster, pod: &PodTemplate) -> Option<(String, bool)> {
     } else {
         Cow::Owned([pod.spec.tolerations(), &added[..]].concat())
     };
-    let side = NodeSide::with_tolerations(&pod.spec, &tolerations);
+    let mut side = NodeSide::with_tolerations(&pod.spec, &tolerations);
+    if without_taints {
+        side = side.ignoring_taints();
+    }
     if side.first_fit(cluster).is_some() {
         return None;
     }

@@ -14,7 +14,7 @@ mod topology_spread;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Toleration;
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use super::cluster::{Cluster, LabelSet, Node};
@@ -130,6 +130,8 @@ pub struct NodeSide<'a> {
     unschedulable: NodeUnschedulable,
     node_name: NodeName<'a>,
     taints: TaintToleration<'a>,
+    /// [`NodeSide::ignoring_taints`].
+    without_taints: bool,
     affinity: NodeAffinity,
     /// The pod names its node (`spec.nodeName`): kube-scheduler never sees it, and the kubelet
     /// admits it by its own checks ([`NodeSide::with_tolerations`]).
@@ -155,9 +157,17 @@ impl<'a> NodeSide<'a> {
             unschedulable: NodeUnschedulable::new(tolerations, bound),
             node_name: NodeName::new(spec.node_name.as_deref()),
             taints: TaintToleration::new(tolerations, bound),
+            without_taints: false,
             affinity: NodeAffinity::new(spec),
             bound,
         }
+    }
+
+    /// Leaves the taints out, for a pod whose controller may still add tolerations before it
+    /// meets the scheduler ([`crate::k8s::workload::PodTemplate::held`]). A cordon still counts.
+    pub fn ignoring_taints(mut self) -> NodeSide<'a> {
+        self.without_taints = true;
+        self
     }
 
     /// Adds the node-side reasons for `node`, in the scheduler's plugin order; `false` when
@@ -183,7 +193,7 @@ impl<'a> NodeSide<'a> {
         if let Some(r) = self.node_name.filter(node) {
             out.push(Reason::new(NODE_NAME, r));
         }
-        if let Some(t) = self.taints.filter(node) {
+        if let Some(t) = self.untolerated(node) {
             // As kubectl writes a taint: `key=value:Effect`, or `key:Effect` without a value.
             let detail = match t.value.as_deref().filter(|v| !v.is_empty()) {
                 Some(value) => format!("{}={value}:{}", t.key, t.effect),
@@ -200,6 +210,13 @@ impl<'a> NodeSide<'a> {
         true
     }
 
+    fn untolerated<'n>(&self, node: &'n Node) -> Option<&'n Taint> {
+        if self.without_taints {
+            return None;
+        }
+        self.taints.filter(node)
+    }
+
     fn fits(&self, node: &Node) -> bool {
         if let Some(names) = self.affinity.candidates() {
             if !names.contains(&node.name) {
@@ -208,7 +225,7 @@ impl<'a> NodeSide<'a> {
         }
         self.unschedulable.filter(node).is_none()
             && self.node_name.filter(node).is_none()
-            && self.taints.filter(node).is_none()
+            && self.untolerated(node).is_none()
             && self.affinity.matches(node)
     }
 
@@ -324,6 +341,15 @@ impl<'a> PodState<'a> {
             out.push(Reason::new(INTER_POD_AFFINITY, r));
         }
         out
+    }
+}
+
+/// `results` as if the pod tolerated every taint (not the cordon): for a pod whose controller
+/// may still add tolerations ([`PodTemplate::held`]).
+pub fn without_taints(results: &mut [NodeResult]) {
+    for r in results {
+        r.reasons.retain(|x| x.plugin != TAINT_TOLERATION);
+        r.feasible = r.reasons.is_empty();
     }
 }
 

@@ -306,6 +306,7 @@ pub(super) fn template_into<'de>(
             let mut selection = Selection {
                 selector: Selector::Absent,
                 manual: false,
+                suspend: false,
             };
             let declared = object_with(de, part, "spec", echo, &mut t.meta, |de, echo| {
                 let mut read = |de: &mut Deserializer<'de>, echo: &mut Echo<'_, 'de>| {
@@ -345,16 +346,18 @@ pub(super) fn template_into<'de>(
             };
             t.selector = defaulted_selector(kind, selector, template_meta);
             t.manual_selector = selection.manual;
+            t.suspended = selection.suspend;
             declared
         }
     };
     check_kind(kind, &declared).map_err(|e| Error::custom(e.message))
 }
 
-/// A workload's `spec.selector` and a Job's `spec.manualSelector`, as read.
+/// A workload's `spec.selector` and a Job's `spec.manualSelector` and `spec.suspend`, as read.
 struct Selection {
     selector: Selector,
     manual: bool,
+    suspend: bool,
 }
 
 /// A workload's `spec.selector` as read.
@@ -424,6 +427,14 @@ fn workload_spec<'de>(
                 return de.skip_value();
             }
             selection.manual = Option::<bool>::deserialize(&mut *de)? == Some(true);
+            Ok(())
+        }
+        "suspend" => {
+            seen.first(3)?;
+            if !part.identity {
+                return de.skip_value();
+            }
+            selection.suspend = Option::<bool>::deserialize(&mut *de)? == Some(true);
             Ok(())
         }
         "selector" => {

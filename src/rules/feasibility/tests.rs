@@ -107,6 +107,13 @@ fn cases() {
         )
         .unwrap()
     };
+    let job = |suspend: bool, spec: Value| {
+        parse_value(
+            Kind::Job,
+            &json!({"metadata": {"name": "j"}, "spec": {"suspend": suspend, "template": {"spec": spec}}}),
+        )
+        .unwrap()
+    };
     type Case<'a> = (
         &'a str,
         &'a RuleSet,
@@ -274,6 +281,74 @@ fn cases() {
             deploy(json!({"containers": []})),
             None,
             vec![],
+        ),
+        (
+            "a new gated pod only taints keep from every node is not warned: what ungates it may add the tolerations",
+            &deny,
+            gated(json!({"nodeSelector": {"pool": "gpu"}})),
+            None,
+            vec![],
+        ),
+        (
+            "a new gated pod whose selection no node has is warned, taints left out",
+            &deny,
+            gated(json!({"nodeSelector": {"zone": "z9"}})),
+            None,
+            vec!["Warn spec: no node can run this pod now, whatever tolerations it gets before its scheduling gates are removed: 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
+        ),
+        (
+            "a cordon still counts for a held pod",
+            &deny,
+            gated(json!({"nodeSelector": {"zone": "c"}})),
+            None,
+            vec!["Warn spec: no node can run this pod now, whatever tolerations it gets before its scheduling gates are removed: 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=c (3/4 nodes)."],
+        ),
+        (
+            "a suspended Job into the tainted pool is not warned: what resumes it may add the tolerations",
+            &warn,
+            job(true, json!({"nodeSelector": {"pool": "gpu"}})),
+            None,
+            vec![],
+        ),
+        (
+            "resumed without them, it is",
+            &warn,
+            job(false, json!({"nodeSelector": {"pool": "gpu"}})),
+            Some(job(true, json!({"nodeSelector": {"pool": "gpu"}}))),
+            vec!["Warn spec.template.spec: no node can run a pod of this template now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=gpu (3/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
+            "a suspended CronJob's Jobs are held too",
+            &warn,
+            parse_value(
+                Kind::CronJob,
+                &json!({"metadata": {"name": "c"}, "spec": {"jobTemplate": {"spec": {"suspend": true, "template": {"spec": {"nodeSelector": {"zone": "z9"}}}}}}}),
+            )
+            .unwrap(),
+            None,
+            vec!["Warn spec.jobTemplate.spec.template.spec: no node can run a pod of this template now, whatever tolerations it gets before it is resumed (suspend: false): 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
+        ),
+        (
+            "a Deployment in a Kueue queue is held (Kueue gates its pods)",
+            &warn,
+            parse_value(
+                Kind::Deployment,
+                &json!({"metadata": {"name": "d", "labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}}}}}),
+            )
+            .unwrap(),
+            None,
+            vec![],
+        ),
+        (
+            "and warned for a selection no node has",
+            &warn,
+            parse_value(
+                Kind::Deployment,
+                &json!({"metadata": {"name": "d"}, "spec": {"template": {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"nodeSelector": {"zone": "z9"}}}}}),
+            )
+            .unwrap(),
+            None,
+            vec!["Warn spec.template.spec: no node can run a pod of this template now, whatever tolerations it gets before Kueue admits it (kueue.x-k8s.io/queue-name): 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
         ),
     ];
     for (name, rules, new, old, want) in cases {

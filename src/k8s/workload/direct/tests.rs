@@ -11,7 +11,7 @@ use serde::de::{DeserializeSeed, Visitor};
 /// Field names of the views, as read here (tests compare them with the derived ones).
 const OBJECT_FIELDS: &[&str] = &["kind", "metadata", "spec"];
 const POD_TEMPLATE_FIELDS: &[&str] = &["kind", "metadata", "template"];
-const WORKLOAD_SPEC_FIELDS: &[&str] = &["selector", "manualSelector", "template"];
+const WORKLOAD_SPEC_FIELDS: &[&str] = &["selector", "manualSelector", "suspend", "template"];
 const TEMPLATE_FIELDS: &[&str] = &["metadata", "spec"];
 const CRON_JOB_SPEC_FIELDS: &[&str] = &["jobTemplate"];
 const JOB_TEMPLATE_FIELDS: &[&str] = &["spec"];
@@ -290,17 +290,15 @@ fn recorded_objects_read_by_hand_as_serde_reads_them() {
     for (kind, text) in &full_field_objects() {
         assert!(agree(text, *kind), "{text}");
     }
-    // The Job's manualSelector is read (both readers could agree in leaving it out).
+    // The Job's manualSelector and suspend are read (both readers could agree in leaving
+    // them out).
     let (_, job) = full_field_objects()
         .into_iter()
         .find(|(k, _)| *k == Kind::Job)
         .unwrap();
     let mut de = Deserializer::new(&job);
-    assert!(
-        template(Kind::Job, Part::WHOLE, &mut de)
-            .unwrap()
-            .manual_selector
-    );
+    let t = template(Kind::Job, Part::WHOLE, &mut de).unwrap();
+    assert!(t.manual_selector && t.suspended);
 }
 
 /// Shapes the hand reader leaves to serde, which reads them as before: a Deployment's selector
@@ -379,13 +377,13 @@ fn full_field_objects() -> Vec<(Kind, String)> {
         (
             Kind::CronJob,
             format!(
-                r#"{{"metadata":{meta},"spec":{{"jobTemplate":{{"spec":{{"manualSelector":null,"template":{{"spec":{spec}}}}}}}}}}}"#
+                r#"{{"metadata":{meta},"spec":{{"jobTemplate":{{"spec":{{"manualSelector":null,"suspend":null,"template":{{"spec":{spec}}}}}}}}}}}"#
             ),
         ),
         (
             Kind::Job,
             format!(
-                r#"{{"kind":"Job","metadata":{meta},"spec":{{"manualSelector":true,"selector":{{"matchLabels":{{"app":"web"}}}},"template":{{"metadata":{meta},"spec":{spec}}}}}}}"#
+                r#"{{"kind":"Job","metadata":{meta},"spec":{{"manualSelector":true,"suspend":true,"selector":{{"matchLabels":{{"app":"web"}}}},"template":{{"metadata":{meta},"spec":{spec}}}}}}}"#
             ),
         ),
         (
@@ -422,6 +420,7 @@ fn a_part_is_the_whole_less_what_it_leaves_out() {
                 want.template_meta = want.template_meta.map(|_| ObjectMeta::default());
                 want.selector = None;
                 want.manual_selector = false;
+                want.suspended = false;
             }
             if !part.resources {
                 want.spec.containers.clear();
