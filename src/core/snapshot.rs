@@ -62,9 +62,9 @@ pub struct SlimStatus {
 }
 
 /// A Node, Pod or Namespace, as far as the snapshot reads it. The `spec` and `status` of
-/// another kind are skipped unread when its `apiVersion` or `kind` come first (as the API and
-/// kubectl write them), so that a custom resource's differently typed `spec.containers` does
-/// not fail the dump.
+/// another kind are skipped unread, so that a custom resource's differently typed
+/// `spec.containers` does not fail the dump: at once when its `apiVersion` or `kind` come
+/// first (as the API and kubectl write them), else once it says its kind ([`Fields`]).
 #[derive(Clone, Debug, Default)]
 pub struct SlimObject {
     /// Only to tell the core kinds from a custom resource of the same kind name (Longhorn's
@@ -307,6 +307,67 @@ impl<'de> Deserialize<'de> for SlimObject {
     }
 }
 
+/// An object's fields as they come, where it says its own kind (a document, an item of a
+/// `kind: List`). A hand-written manifest may give `spec` or `status` before `kind`: those are
+/// kept as values and read once the kind is known, so that a custom resource's fields are
+/// never read as a Pod's or a Node's.
+#[derive(Default)]
+struct Fields {
+    obj: SlimObject,
+    early: Vec<(Key, serde_json::Value)>,
+}
+
+impl Fields {
+    fn read<'de, A: MapAccess<'de>>(&mut self, key: Key, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            Key::Spec | Key::Status if self.obj.kind.is_none() && !self.obj.other_kind() => {
+                self.early.push((key, map.next_value()?));
+                Ok(())
+            }
+            _ => self.obj.read_field(key, map),
+        }
+    }
+
+    fn finish<E: de::Error>(mut self) -> Result<SlimObject, E> {
+        // Without a kind the object is refused as such, whatever its spec.
+        if self.obj.kind.is_none() || self.obj.other_kind() {
+            return Ok(self.obj);
+        }
+        for (key, value) in self.early {
+            let bad = |field| move |e| E::custom(format_args!("{field}: {e}"));
+            match key {
+                Key::Spec => self.obj.spec = serde_json::from_value(value).map_err(bad("spec"))?,
+                _ => self.obj.status = serde_json::from_value(value).map_err(bad("status"))?,
+            }
+        }
+        Ok(self.obj)
+    }
+}
+
+/// An object that says its kind (an item of a `kind: List`, a document), read as [`Fields`].
+struct ListItem;
+
+impl<'de> DeserializeSeed<'de> for ListItem {
+    type Value = SlimObject;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<SlimObject, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListItem {
+    type Value = SlimObject;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Node, Pod or Namespace")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SlimObject, A::Error> {
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            fields.read(key, &mut map)?;
+        }
+        fields.finish()
+    }
+}
+
 /// Of the core API group's `v1` (or not saying, as the items of a typed list).
 fn is_core(obj: &SlimObject) -> bool {
     obj.api_version.as_deref().is_none_or(|v| v == "v1")
@@ -346,6 +407,7 @@ impl Sink for Vec<SlimObject> {
 }
 
 /// A top-level key, matched without allocating.
+#[derive(Clone, Copy)]
 enum Key {
     Items,
     ApiVersion,
@@ -401,7 +463,7 @@ impl<'de, S: Sink> Visitor<'de> for DocSeed<'_, S> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut obj = SlimObject::default();
+        let mut fields = Fields::default();
         let mut is_list = false;
         while let Some(key) = map.next_key::<Key>()? {
             if let Key::Items = key {
@@ -411,12 +473,13 @@ impl<'de, S: Sink> Visitor<'de> for DocSeed<'_, S> {
                 })?;
                 is_list = true;
             } else {
-                obj.read_field(key, &mut map)?;
+                fields.read(key, &mut map)?;
             }
         }
         if is_list {
             return Ok(());
         }
+        let obj = fields.finish()?;
         self.0.take(obj, None).map_err(de::Error::custom)
     }
 }
@@ -450,7 +513,13 @@ impl<'de, S: Sink> Visitor<'de> for Items<'_, '_, S> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(obj) = seq.next_element::<SlimObject>()? {
+        loop {
+            // A typed list's items do not say their kind: read at once, as that kind.
+            let obj = match self.kind {
+                Some(_) => seq.next_element::<SlimObject>()?,
+                None => seq.next_element_seed(ListItem)?,
+            };
+            let Some(obj) = obj else { break };
             self.builder
                 .take(obj, self.kind)
                 .map_err(de::Error::custom)?;
@@ -942,6 +1011,14 @@ fn read_json<R: BufRead + Send>(mut r: R, b: &mut Builder) -> Result<(), String>
     })
 }
 
+/// An object that says its kind, as [`Fields`] reads it, from JSON.
+fn object_from_slice(bytes: &[u8]) -> Result<SlimObject, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let obj = ListItem.deserialize(&mut de)?;
+    de.end()?;
+    Ok(obj)
+}
+
 /// What the splitter cuts out: an item of `items`, or a document without its items.
 enum Piece {
     Item { bytes: Vec<u8>, line: usize },
@@ -952,7 +1029,7 @@ impl Piece {
     fn read(self, b: &mut Builder) -> Result<(), String> {
         match self {
             Piece::Item { bytes, line } => {
-                let obj: SlimObject = serde_json::from_slice(&bytes).map_err(|e| {
+                let obj = object_from_slice(&bytes).map_err(|e| {
                     format!(
                         "{} at line {}",
                         strip_position(&e),
@@ -962,7 +1039,7 @@ impl Piece {
                 b.push(obj, None).map_err(|e| format!("{e} at line {line}"))
             }
             Piece::Doc { bytes, had_items } => {
-                let obj: SlimObject = serde_json::from_slice(&bytes)
+                let obj = object_from_slice(&bytes)
                     .map_err(|e| format!("{} at line {}", strip_position(&e), e.line()))?;
                 if had_items {
                     return Ok(());

@@ -442,3 +442,39 @@ mod yaml_pieces_agree_with_one_parse {
         );
     }
 }
+
+/// A hand-written dump may give `spec` and `status` before `kind`: a custom resource's are
+/// never read as a Pod's or a Node's, a Node's and a Pod's are read once the kind is known,
+/// in a `kind: List` and as documents of their own, in JSON and YAML.
+#[test]
+fn spec_before_kind_is_read_by_the_kind() {
+    let yaml = "apiVersion: v1\nkind: List\nitems:\n\
+        - {spec: {taints: [{key: k, effect: NoSchedule}]}, status: {allocatable: {cpu: '1'}}, metadata: {name: n1}, kind: Node}\n\
+        - {apiVersion: example.com/v1, spec: {containers: 3, nodeName: [n1]}, kind: Pod, metadata: {name: x}}\n\
+        - {spec: {taints: yes}, status: {phase: [1]}, kind: Widget}\n\
+        - {metadata: {name: p, namespace: d}, spec: {nodeName: n1, containers: [{resources: {requests: {cpu: 250m}}}]}, kind: Pod}\n\
+        ---\n\
+        spec: {unschedulable: true}\nmetadata: {name: n2}\nkind: Node\n";
+    let json = r#"{"apiVersion": "v1", "kind": "List", "items": [
+        {"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}, "status": {"allocatable": {"cpu": "1"}}, "metadata": {"name": "n1"}, "kind": "Node"},
+        {"apiVersion": "example.com/v1", "spec": {"containers": 3, "nodeName": ["n1"]}, "kind": "Pod", "metadata": {"name": "x"}},
+        {"spec": {"taints": true}, "status": {"phase": [1]}, "kind": "Widget"},
+        {"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "250m"}}}]}, "kind": "Pod"}]}
+        {"spec": {"unschedulable": true}, "metadata": {"name": "n2"}, "kind": "Node"}"#;
+    for text in [yaml, json] {
+        let (c, counts) = read_dump(text.as_bytes(), false).unwrap();
+        assert_eq!((counts.nodes, counts.pods), (2, 1), "{text}");
+        let n1 = &c.nodes[c.node_index("n1").unwrap()];
+        assert_eq!(n1.taints.len(), 1, "{text}");
+        assert!(n1.allocatable.is_some(), "{text}");
+        assert!(c.nodes[c.node_index("n2").unwrap()].unschedulable, "{text}");
+        assert_eq!(c.usage[0].pods, 1, "{text}");
+    }
+    // A Pod's spec that is not one is still refused, by the field.
+    let err = read_dump(
+        &b"{\"spec\": {\"containers\": 3}, \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}}"[..],
+        false,
+    )
+    .unwrap_err();
+    assert!(err.contains("spec: invalid type: integer `3`"), "{err}");
+}
