@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use common::kube::{with_apiserver, ApiServer, ADMIN_TOKEN};
+use common::kube::{with_apiserver, ApiServer, ADMIN_TOKEN, NOBODY_TOKEN};
 use common::{client, fixture, start, temp_dir, Server};
 
 const NS: &str = "queue";
@@ -391,6 +391,15 @@ fn a_silent_api_server_makes_the_cache_stale() {
         &kubeconfig,
         &["--cache-max-silence", "5", "--cache-max-stale", "2"],
     );
+    // Beside it, a server whose account may list nothing: its lists are refused with 403 and
+    // retried with backoff while the rest of this test runs.
+    let refused_dir = temp_dir("cluster-aware-refused");
+    let refused = cluster_aware(
+        &refused_dir,
+        "deny",
+        &api.kubeconfig(NOBODY_TOKEN, "default"),
+        &["--cache-sync-timeout", "3"],
+    );
     until("/readyz after the first sync", || {
         get(&server, "/readyz").0 == 200
     });
@@ -422,6 +431,19 @@ fn a_silent_api_server_makes_the_cache_stale() {
             .contains("placement_guard_cluster_cache_watch_restarts_total{resource=\"nodes\"} 0"),
         "{metrics}"
     );
+    // The refused server said so once per resource, with the reason, and the permissions it
+    // needs once; kube's own watcher adds no line per retry (it logs each 403 at warn).
+    let log = refused.stderr();
+    for r in ["nodes", "pods", "namespaces"] {
+        let failed = format!("cluster cache: watch failed; retrying with backoff resource=\"{r}\"");
+        let lines: Vec<&str> = log.lines().filter(|l| l.contains(&failed)).collect();
+        assert_eq!(lines.len(), 1, "{r}:\n{log}");
+        assert!(lines[0].contains(&format!("error=cannot list: {r} is forbidden: User \"nobody\" cannot list resource \"{r}\" in API group \"\" at the cluster scope (403 Forbidden: the server's account needs list and watch on nodes, pods and namespaces, as manifests/cluster-aware/rbac.yaml grants)")), "{log}");
+    }
+    assert_eq!(log.matches("cluster cache: not synced").count(), 1, "{log}");
+    assert!(!log.contains("error with 403"), "{log}");
+    drop(refused);
+    std::fs::remove_dir_all(refused_dir).ok();
     api.signal_apiserver("STOP");
     until("the silent server's cache to be skipped as stale", || {
         assert_eq!(review().0, 200);

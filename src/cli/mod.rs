@@ -1097,7 +1097,10 @@ fn read_input(file: &str) -> Result<Vec<u8>, String> {
 fn init_logging(format: LogFormat) -> logwriter::Guard {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // kube's watcher logs each refused retry at warn, in debug form; the cache says it once
+    // (`cluster cache: watch failed`), with the reason.
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,kube_runtime::watcher=error"));
     let (writer, guard) = logwriter::batch(std::io::stderr());
     let ansi = std::io::stderr().is_terminal();
     // Decision lines skip tracing's formatting but keep its filter and format (colors excepted).

@@ -231,7 +231,7 @@ async fn run<K: Into<SlimObject> + Send + 'static>(
                 let mut w = cache.watch(r);
                 if w.failing_since.is_none() {
                     w.failing_since = Some(Instant::now());
-                    tracing::warn!(resource = r.as_str(), error = %e, "cluster cache: watch failed; retrying with backoff");
+                    tracing::warn!(resource = r.as_str(), error = %watch_failure(&e), "cluster cache: watch failed; retrying with backoff");
                 }
                 continue;
             }
@@ -266,6 +266,27 @@ async fn run<K: Into<SlimObject> + Send + 'static>(
                 .map_or(0, |s| s.1);
             tracing::info!(resource = r.as_str(), objects, "cluster cache: listed");
         }
+    }
+}
+
+/// A watcher's error in one line: the API server's own message and status, and for a 403 the
+/// permissions the cache needs (kube's text ends with the whole `Status` in debug form).
+fn watch_failure(e: &watcher::Error) -> String {
+    use watcher::Error as W;
+    let (verb, status) = match e {
+        W::InitialListFailed(kube::Error::Api(s)) => ("list", s.as_ref()),
+        W::WatchStartFailed(kube::Error::Api(s)) | W::WatchFailed(kube::Error::Api(s)) => {
+            ("watch", s.as_ref())
+        }
+        W::WatchError(s) => ("watch", s.as_ref()),
+        other => return other.to_string(),
+    };
+    match status.code {
+        403 => format!(
+            "cannot {verb}: {} (403 Forbidden: the server's account needs list and watch on nodes, pods and namespaces, as manifests/cluster-aware/rbac.yaml grants)",
+            status.message
+        ),
+        code => format!("cannot {verb}: {} ({code} {})", status.message, status.reason),
     }
 }
 
