@@ -777,19 +777,16 @@ fn audit_one(
             && v["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
         if pending_pod || running_workload && !owner.is_some_and(|o| o.places) {
             if let Ok(t) = workload::parse_value(kind, &v) {
-                let mut results = filter::evaluate(cluster, &t, &ns);
                 // What releases a held pod may add tolerations (as the admission rule judges).
                 let held = t.held();
-                if held.is_some() {
-                    filter::without_taints(&mut results);
-                }
+                let results = filter::evaluate_with(cluster, &t, &ns, held.is_some());
                 if !results.iter().any(|r| r.feasible) {
                     let summary = filter::summary(&results);
-                    let when = held.map_or(String::new(), |h| {
-                        format!(", whatever tolerations it gets before {}", h.release())
-                    });
+                    let when = held.map_or("", workload::Held::clause);
                     let message = if pending_pod && t.spec.is_gated() {
-                        format!("the pod is gated; whatever tolerations it gets before its gates are removed, it stays Pending then: {summary}")
+                        format!(
+                            "the pod is gated, and once ungated it stays Pending{when}: {summary}"
+                        )
                     } else if pending_pod {
                         format!("the pod is Pending and no node can run it now: {summary}")
                     } else {
@@ -1178,9 +1175,6 @@ mod tests {
         );
     }
 
-    /// The rules each object gets from `audit`: a finished pod none (counted), a live pod no
-    /// spread defaults (what the mutating webhook would add can no longer be added to it), its
-    /// workload both.
     /// What releases a held pod (its gates' remover, Kueue for a queued workload) may add the
     /// tolerations it needs: taints are left out for those, as the admission rule leaves them.
     #[test]
@@ -1253,13 +1247,16 @@ mod tests {
             .collect();
         let want = [
             ("q/Deployment/unqueued", "no node can run a new pod of this template now: 0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."),
-            ("q/Pod/gated-cordoned", "the pod is gated; whatever tolerations it gets before its gates are removed, it stays Pending then: 0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) were unschedulable."),
+            ("q/Pod/gated-cordoned", "the pod is gated, and once ungated it stays Pending, even tolerating every taint (what removes its scheduling gates may add tolerations): 0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) were unschedulable."),
             ("q/Pod/pending-gpu", "the pod is Pending and no node can run it now: 0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."),
         ]
         .map(|(a, b)| (a.to_string(), b.to_string()));
         assert_eq!(found, want);
     }
 
+    /// The rules each object gets from `audit`: a finished pod none (counted), a live pod no
+    /// spread defaults (what the mutating webhook would add can no longer be added to it), its
+    /// workload both.
     #[test]
     fn audit_judges_what_can_still_be_acted_on() {
         let rules = RuleSet::default();

@@ -308,9 +308,9 @@ impl<'de> Deserialize<'de> for SlimObject {
 }
 
 /// An object's fields as they come, where it says its own kind (a document, an item of a
-/// `kind: List`). A hand-written manifest may give `spec` or `status` before `kind`: those are
-/// kept as values and read once the kind is known, so that a custom resource's fields are
-/// never read as a Pod's or a Node's.
+/// `kind: List`). A hand-written manifest may give `spec` or `status` before `kind` or
+/// `apiVersion`: those are kept as values and read once the object ends, so that a custom
+/// resource's fields are never read as a Pod's or a Node's.
 #[derive(Default)]
 struct Fields {
     obj: SlimObject,
@@ -320,7 +320,11 @@ struct Fields {
 impl Fields {
     fn read<'de, A: MapAccess<'de>>(&mut self, key: Key, map: &mut A) -> Result<(), A::Error> {
         match key {
-            Key::Spec | Key::Status if self.obj.kind.is_none() && !self.obj.other_kind() => {
+            // Both said, or another kind known: read (or skipped) at once.
+            Key::Spec | Key::Status
+                if (self.obj.kind.is_none() || self.obj.api_version.is_none())
+                    && !self.obj.other_kind() =>
+            {
                 self.early.push((key, map.next_value()?));
                 Ok(())
             }

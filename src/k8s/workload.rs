@@ -196,7 +196,7 @@ pub fn workload_pod_spec(value: &Value) -> Option<PodSpec> {
     }
 }
 
-/// The label that puts a workload (or a pod) in a Kueue LocalQueue.
+/// The label that puts a workload in a Kueue LocalQueue.
 pub const KUEUE_QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
 /// What holds a pod (template) back from the scheduler, see [`PodTemplate::held`].
@@ -206,17 +206,22 @@ pub enum Held {
     Gated,
     /// A Job's `spec.suspend` (a CronJob's Jobs').
     Suspended,
-    /// `kueue.x-k8s.io/queue-name`.
+    /// `kueue.x-k8s.io/queue-name` on a workload whose pods Kueue gates, or on a CronJob's
+    /// Jobs, which Kueue suspends.
     Queued,
 }
 
 impl Held {
-    /// When the holder lets the pods go, said after "before".
-    pub fn release(self) -> &'static str {
+    /// Said after "no node can run ...": that taints were left out, and why.
+    pub fn clause(self) -> &'static str {
         match self {
-            Held::Gated => "its scheduling gates are removed",
-            Held::Suspended => "it is resumed (suspend: false)",
-            Held::Queued => "Kueue admits it (kueue.x-k8s.io/queue-name)",
+            Held::Gated => {
+                ", even tolerating every taint (what removes its scheduling gates may add tolerations)"
+            }
+            Held::Suspended => ", even tolerating every taint (what resumes it may add tolerations)",
+            Held::Queued => {
+                ", even tolerating every taint (Kueue, kueue.x-k8s.io/queue-name, may add its flavor's tolerations as it admits it)"
+            }
         }
     }
 }
@@ -238,6 +243,9 @@ pub struct PodTemplate {
     pub manual_selector: bool,
     /// A workload's `spec.suspend` (a Job's; a CronJob's Jobs'): a queue manager resumes it.
     pub suspended: bool,
+    /// A CronJob's `spec.jobTemplate.metadata.labels` name a Kueue queue: its Jobs are
+    /// suspended as they are created, until Kueue admits them.
+    pub queued_jobs: bool,
 }
 
 impl PodTemplate {
@@ -251,6 +259,7 @@ impl PodTemplate {
             selector: None,
             manual_selector: false,
             suspended: false,
+            queued_jobs: false,
         }
     }
 
@@ -265,25 +274,27 @@ impl PodTemplate {
 
     /// Who still completes this object's scheduling directives before its pods meet the
     /// scheduler, if anyone: the controller that removes a pod's (or the template's)
-    /// scheduling gates, the one that resumes a suspended Job, or Kueue for a workload labelled
-    /// with its queue (its pods get Kueue's gate; a pod's label alone says nothing, as Kueue's
-    /// webhook gates the pods it manages before any validating webhook sees them). Such a
-    /// controller may add the tolerations of the nodes it picks, as Kueue adds its
-    /// ResourceFlavor's.
+    /// scheduling gates, the one that resumes a suspended Job, or Kueue. Such a controller may
+    /// add the tolerations of the nodes it picks, as Kueue adds its ResourceFlavor's.
+    ///
+    /// Kueue's own webhooks act before any validating webhook: they gate the pods it manages
+    /// and suspend the Jobs, so for a Pod the gate and for a Job `suspend` say it, whatever
+    /// the labels (a Job keeps its queue label once admitted and resumed). A workload's label
+    /// counts where Kueue gates the pods it creates (Deployment, StatefulSet, ...), and a
+    /// CronJob's Jobs' label, as Kueue will suspend them.
     pub fn held(&self) -> Option<Held> {
+        let labelled = |m: &ObjectMeta| m.labels().contains_key(KUEUE_QUEUE_LABEL);
         if self.spec.is_gated() {
-            Some(Held::Gated)
-        } else if self.suspended && matches!(self.kind, Kind::Job | Kind::CronJob) {
-            Some(Held::Suspended)
-        } else if self.kind != Kind::Pod
-            && [&self.meta, self.template_meta()]
-                .iter()
-                .any(|m| m.labels().contains_key(KUEUE_QUEUE_LABEL))
-        {
-            Some(Held::Queued)
-        } else {
-            None
+            return Some(Held::Gated);
         }
+        let queued = match self.kind {
+            Kind::Pod | Kind::PodTemplate => false,
+            Kind::Job | Kind::CronJob if self.suspended => return Some(Held::Suspended),
+            Kind::Job => false,
+            Kind::CronJob => self.queued_jobs,
+            _ => labelled(&self.meta) || labelled(self.template_meta()),
+        };
+        queued.then_some(Held::Queued)
     }
 
     /// The labels the pods will carry. Unless a Job sets `manualSelector`, kube-apiserver
@@ -578,6 +589,8 @@ struct WorkloadObject {
 #[serde(rename_all = "camelCase")]
 struct JobTemplate {
     #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default)]
     spec: WorkloadSpec,
 }
 
@@ -719,6 +732,7 @@ fn from_workload(kind: Kind, meta: ObjectMeta, spec: WorkloadSpec) -> PodTemplat
         selector,
         manual_selector: spec.manual_selector == Some(true),
         suspended: spec.suspend == Some(true),
+        queued_jobs: false,
     }
 }
 
@@ -774,6 +788,7 @@ where
                 selector: None,
                 manual_selector: false,
                 suspended: false,
+                queued_jobs: false,
             }
         }
         Kind::PodTemplate => {
@@ -787,12 +802,17 @@ where
                 selector: None,
                 manual_selector: false,
                 suspended: false,
+                queued_jobs: false,
             }
         }
         Kind::CronJob => {
             let o: CronJobObject = read(kind, de, track)?;
             check_kind(kind, &o.kind)?;
-            from_workload(kind, o.metadata, o.spec.job_template.spec)
+            let job = o.spec.job_template;
+            PodTemplate {
+                queued_jobs: job.metadata.labels().contains_key(KUEUE_QUEUE_LABEL),
+                ..from_workload(kind, o.metadata, job.spec)
+            }
         }
         _ => {
             let o: WorkloadObject = read(kind, de, track)?;

@@ -227,6 +227,15 @@ async fn run<K: Into<SlimObject> + Send + 'static>(
     while let Some(item) = stream.next().await {
         let event = match item {
             Ok(e) => e,
+            // The ordinary end of a watch that fell behind the server's history: kube lists
+            // again (counted as a restart); not a failure.
+            Err(watcher::Error::WatchError(s)) if s.code == 410 => {
+                tracing::info!(
+                    resource = r.as_str(),
+                    "cluster cache: the watch's resource version expired (410 Gone); listing again"
+                );
+                continue;
+            }
             Err(e) => {
                 let mut w = cache.watch(r);
                 if w.failing_since.is_none() {

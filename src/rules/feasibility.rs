@@ -29,7 +29,7 @@ use crate::core::filter::{self, NodeResult, NodeSide, TAINT_TOLERATION};
 use crate::k8s::fieldpath::{ErrorType, FieldError, FieldPath};
 use crate::k8s::model::MIRROR_ANNOTATION;
 use crate::k8s::semantic::{map_eq, SemEq};
-use crate::k8s::workload::{Kind, PodTemplate};
+use crate::k8s::workload::{Held, Kind, PodTemplate};
 
 pub const ID: RuleId = RuleId::new("feasibility");
 
@@ -126,9 +126,7 @@ impl Rule for FeasibilityRule {
                     } else {
                         "no node can run a pod of this template now"
                     };
-                    let when = held.map_or(String::new(), |h| {
-                        format!(", whatever tolerations it gets before {}", h.release())
-                    });
+                    let when = held.map_or("", Held::clause);
                     (
                         warning(new.spec_path(), format!("{what}{when}: {summary}")),
                         Action::Warn,

@@ -344,15 +344,6 @@ impl<'a> PodState<'a> {
     }
 }
 
-/// `results` as if the pod tolerated every taint (not the cordon): for a pod whose controller
-/// may still add tolerations ([`PodTemplate::held`]).
-pub fn without_taints(results: &mut [NodeResult]) {
-    for r in results {
-        r.reasons.retain(|x| x.plugin != TAINT_TOLERATION);
-        r.feasible = r.reasons.is_empty();
-    }
-}
-
 /// The outcome for every node.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct NodeResult {
@@ -365,8 +356,19 @@ pub struct NodeResult {
 /// ([`PodTemplate::as_scheduled`]: with the tolerations a DaemonSet's controller and admission
 /// add).
 pub fn evaluate(cluster: &Cluster, pod: &PodTemplate, namespace: &str) -> Vec<NodeResult> {
+    evaluate_with(cluster, pod, namespace, false)
+}
+
+/// [`evaluate`], with the taints left out when `without_taints` ([`NodeSide::ignoring_taints`]).
+pub fn evaluate_with(
+    cluster: &Cluster,
+    pod: &PodTemplate,
+    namespace: &str,
+    without_taints: bool,
+) -> Vec<NodeResult> {
     let pod = pod.as_scheduled();
-    let state = PodState::new(cluster, &pod, namespace);
+    let mut state = PodState::new(cluster, &pod, namespace);
+    state.node_side.without_taints = without_taints;
     (0..cluster.nodes.len())
         .map(|i| {
             let reasons = state.filter(i);

@@ -443,7 +443,7 @@ mod yaml_pieces_agree_with_one_parse {
     }
 }
 
-/// A hand-written dump may give `spec` and `status` before `kind`: a custom resource's are
+/// A hand-written dump may give `spec` and `status` before `kind` or `apiVersion`: a custom resource's are
 /// never read as a Pod's or a Node's, a Node's and a Pod's are read once the kind is known,
 /// in a `kind: List` and as documents of their own, in JSON and YAML.
 #[test]
@@ -451,6 +451,7 @@ fn spec_before_kind_is_read_by_the_kind() {
     let yaml = "apiVersion: v1\nkind: List\nitems:\n\
         - {spec: {taints: [{key: k, effect: NoSchedule}]}, status: {allocatable: {cpu: '1'}}, metadata: {name: n1}, kind: Node}\n\
         - {apiVersion: example.com/v1, spec: {containers: 3, nodeName: [n1]}, kind: Pod, metadata: {name: x}}\n\
+        - {kind: Pod, spec: {containers: 3}, apiVersion: example.com/v1, metadata: {name: y}}\n\
         - {spec: {taints: yes}, status: {phase: [1]}, kind: Widget}\n\
         - {metadata: {name: p, namespace: d}, spec: {nodeName: n1, containers: [{resources: {requests: {cpu: 250m}}}]}, kind: Pod}\n\
         ---\n\
@@ -458,6 +459,7 @@ fn spec_before_kind_is_read_by_the_kind() {
     let json = r#"{"apiVersion": "v1", "kind": "List", "items": [
         {"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}, "status": {"allocatable": {"cpu": "1"}}, "metadata": {"name": "n1"}, "kind": "Node"},
         {"apiVersion": "example.com/v1", "spec": {"containers": 3, "nodeName": ["n1"]}, "kind": "Pod", "metadata": {"name": "x"}},
+        {"kind": "Pod", "spec": {"containers": 3}, "apiVersion": "example.com/v1", "metadata": {"name": "y"}},
         {"spec": {"taints": true}, "status": {"phase": [1]}, "kind": "Widget"},
         {"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n1", "containers": [{"resources": {"requests": {"cpu": "250m"}}}]}, "kind": "Pod"}]}
         {"spec": {"unschedulable": true}, "metadata": {"name": "n2"}, "kind": "Node"}"#;

@@ -21,7 +21,7 @@ use serde::de::Error as _;
 use serde::Deserialize;
 use serde_json::Error;
 
-use super::{check_kind, defaulted_selector, selector_from, Kind, PodTemplate};
+use super::{check_kind, defaulted_selector, selector_from, Kind, PodTemplate, KUEUE_QUEUE_LABEL};
 use crate::k8s::model::{kept_annotation, Container, ObjectMeta, PodSpec};
 use crate::k8s::ondemand::Deserializer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -46,7 +46,8 @@ impl Seen {
 /// What is not read is skipped like any unread value (structure checked) and left empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Part {
-    /// The object's and the template's metadata, and a workload's selector: not compared of an
+    /// The object's and the template's metadata, a workload's selector, a Job's
+    /// `manualSelector` and `suspend` (a CronJob's Jobs', and their queue label): not compared of an
     /// UPDATE's old object (skipping them spares a gated pod UPDATE a sixth of its reading).
     pub identity: bool,
     /// Containers, init containers, overhead, pod-level resources and hostNetwork (which gives
@@ -329,6 +330,12 @@ pub(super) fn template_into<'de>(
                         seen.first(0)?;
                         let mut inner = Seen(0);
                         de.read_object(|de, key| match key {
+                            "metadata" => {
+                                inner.first(1)?;
+                                let meta = object_meta(de, part)?;
+                                t.queued_jobs = meta.labels().contains_key(KUEUE_QUEUE_LABEL);
+                                Ok(())
+                            }
                             "spec" => {
                                 inner.first(0)?;
                                 read(de, echo)

@@ -294,14 +294,14 @@ fn cases() {
             &deny,
             gated(json!({"nodeSelector": {"zone": "z9"}})),
             None,
-            vec!["Warn spec: no node can run this pod now, whatever tolerations it gets before its scheduling gates are removed: 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
+            vec!["Warn spec: no node can run this pod now, even tolerating every taint (what removes its scheduling gates may add tolerations): 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
         ),
         (
             "a cordon still counts for a held pod",
             &deny,
             gated(json!({"nodeSelector": {"zone": "c"}})),
             None,
-            vec!["Warn spec: no node can run this pod now, whatever tolerations it gets before its scheduling gates are removed: 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=c (3/4 nodes)."],
+            vec!["Warn spec: no node can run this pod now, even tolerating every taint (what removes its scheduling gates may add tolerations): 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=c (3/4 nodes)."],
         ),
         (
             "a suspended Job into the tainted pool is not warned: what resumes it may add the tolerations",
@@ -318,6 +318,39 @@ fn cases() {
             vec!["Warn spec.template.spec: no node can run a pod of this template now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=gpu (3/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
         ),
         (
+            "a Job Kueue resumes keeps its queue label and is judged in full",
+            &warn,
+            parse_value(
+                Kind::Job,
+                &json!({"metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"suspend": false, "template": {"spec": {"nodeSelector": {"pool": "gpu"}}}}}),
+            )
+            .unwrap(),
+            Some(job(true, json!({"nodeSelector": {"pool": "gpu"}}))),
+            vec!["Warn spec.template.spec: no node can run a pod of this template now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=gpu (3/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
+            "a CronJob whose Jobs name a Kueue queue is held (Kueue suspends them)",
+            &warn,
+            parse_value(
+                Kind::CronJob,
+                &json!({"metadata": {"name": "c"}, "spec": {"jobTemplate": {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}}}}}}}),
+            )
+            .unwrap(),
+            None,
+            vec![],
+        ),
+        (
+            "the label on the CronJob itself, where Kueue does not look, is not",
+            &warn,
+            parse_value(
+                Kind::CronJob,
+                &json!({"metadata": {"name": "c", "labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {"jobTemplate": {"spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}}}}}}}),
+            )
+            .unwrap(),
+            None,
+            vec!["Warn spec.jobTemplate.spec.template.spec: no node can run a pod of this template now: 0/4 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=gpu (3/4 nodes). Untolerated: dedicated=gpu:NoSchedule on 1 node(s)."],
+        ),
+        (
             "a suspended CronJob's Jobs are held too",
             &warn,
             parse_value(
@@ -326,7 +359,7 @@ fn cases() {
             )
             .unwrap(),
             None,
-            vec!["Warn spec.jobTemplate.spec.template.spec: no node can run a pod of this template now, whatever tolerations it gets before it is resumed (suspend: false): 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
+            vec!["Warn spec.jobTemplate.spec.template.spec: no node can run a pod of this template now, even tolerating every taint (what resumes it may add tolerations): 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
         ),
         (
             "a Deployment in a Kueue queue is held (Kueue gates its pods)",
@@ -348,7 +381,7 @@ fn cases() {
             )
             .unwrap(),
             None,
-            vec!["Warn spec.template.spec: no node can run a pod of this template now, whatever tolerations it gets before Kueue admits it (kueue.x-k8s.io/queue-name): 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
+            vec!["Warn spec.template.spec: no node can run a pod of this template now, even tolerating every taint (Kueue, kueue.x-k8s.io/queue-name, may add its flavor's tolerations as it admits it): 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes)."],
         ),
     ];
     for (name, rules, new, old, want) in cases {

@@ -14,7 +14,7 @@ const POD_TEMPLATE_FIELDS: &[&str] = &["kind", "metadata", "template"];
 const WORKLOAD_SPEC_FIELDS: &[&str] = &["selector", "manualSelector", "suspend", "template"];
 const TEMPLATE_FIELDS: &[&str] = &["metadata", "spec"];
 const CRON_JOB_SPEC_FIELDS: &[&str] = &["jobTemplate"];
-const JOB_TEMPLATE_FIELDS: &[&str] = &["spec"];
+const JOB_TEMPLATE_FIELDS: &[&str] = &["metadata", "spec"];
 const META_FIELDS: &[&str] = &[
     "name",
     "generateName",
@@ -299,6 +299,14 @@ fn recorded_objects_read_by_hand_as_serde_reads_them() {
     let mut de = Deserializer::new(&job);
     let t = template(Kind::Job, Part::WHOLE, &mut de).unwrap();
     assert!(t.manual_selector && t.suspended);
+    // And a CronJob's Jobs' suspend and queue label.
+    let (_, cron) = full_field_objects()
+        .into_iter()
+        .find(|(k, _)| *k == Kind::CronJob)
+        .unwrap();
+    let mut de = Deserializer::new(&cron);
+    let t = template(Kind::CronJob, Part::WHOLE, &mut de).unwrap();
+    assert!(t.suspended && t.queued_jobs);
 }
 
 /// Shapes the hand reader leaves to serde, which reads them as before: a Deployment's selector
@@ -377,7 +385,7 @@ fn full_field_objects() -> Vec<(Kind, String)> {
         (
             Kind::CronJob,
             format!(
-                r#"{{"metadata":{meta},"spec":{{"jobTemplate":{{"spec":{{"manualSelector":null,"suspend":null,"template":{{"spec":{spec}}}}}}}}}}}"#
+                r#"{{"metadata":{meta},"spec":{{"jobTemplate":{{"metadata":{{"labels":{{"kueue.x-k8s.io/queue-name":"q"}}}},"spec":{{"manualSelector":null,"suspend":true,"template":{{"spec":{spec}}}}}}}}}}}"#
             ),
         ),
         (
@@ -421,6 +429,7 @@ fn a_part_is_the_whole_less_what_it_leaves_out() {
                 want.selector = None;
                 want.manual_selector = false;
                 want.suspended = false;
+                want.queued_jobs = false;
             }
             if !part.resources {
                 want.spec.containers.clear();
