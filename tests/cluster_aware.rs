@@ -234,7 +234,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 201, "{body}");
     assert_eq!(
         feasibility(&warnings),
-        ["feasibility: spec: no node can run this pod now, whatever tolerations it gets before its scheduling gates are removed: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=nowhere (3/3 nodes)."]
+        ["feasibility: spec: no node can run this pod now, even tolerating every taint (what removes its scheduling gates may add tolerations): 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=nowhere (3/3 nodes)."]
     );
     let (code, body) = api.create(
         PODS,
@@ -315,6 +315,25 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
         api.request("POST", deployments, Some(("application/json", &queued)));
     assert_eq!(code, 201, "{body}");
     assert!(feasibility(&warnings).is_empty(), "{warnings:?}");
+    // A Job created suspended, as Kueue's webhook leaves it: not warned for the taints. Resumed
+    // with no toleration added, it is: the release is judged in full.
+    let jobs = "/apis/batch/v1/namespaces/queue/jobs";
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch", "labels": {"kueue.x-k8s.io/queue-name": "team"}},
+        "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never",
+                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}});
+    let (code, body, warnings) = api.request("POST", jobs, Some(("application/json", &job)));
+    assert_eq!(code, 201, "{body}");
+    assert!(feasibility(&warnings).is_empty(), "{warnings:?}");
+    let (code, body, warnings) = merge(
+        &api,
+        &format!("{jobs}/batch"),
+        json!({"spec": {"suspend": false}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        feasibility(&warnings),
+        ["feasibility: spec.template.spec: no node can run a pod of this template now: 0/3 nodes are available: 3 node(s) had untolerated taint(s). Untolerated: dedicated=batch:NoSchedule on 3 node(s)."]
+    );
     let (_, metrics) = get(&server, "/metrics");
     for want in [
         "placement_guard_cluster_cache_objects{resource=\"nodes\"} 3",
