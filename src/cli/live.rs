@@ -877,6 +877,37 @@ fn creates_pods(kind: Kind, v: &Value) -> bool {
 mod tests {
     use super::*;
 
+    /// What `audit` keeps across the objects it is fed, for tests that feed them one by one.
+    struct Audited {
+        checker: Checker,
+        owners: Owners,
+        owned: usize,
+        finished: usize,
+    }
+
+    impl Audited {
+        fn new(rules: &RuleSet) -> Audited {
+            Audited {
+                checker: Checker::new(rules),
+                owners: Owners::default(),
+                owned: 0,
+                finished: 0,
+            }
+        }
+
+        fn one(&mut self, cluster: Option<&Cluster>, kind: Kind, v: serde_json::Value) {
+            audit_one(
+                &mut self.checker,
+                cluster,
+                kind,
+                v,
+                &mut self.owners,
+                &mut self.owned,
+                &mut self.finished,
+            );
+        }
+    }
+
     #[test]
     fn which_workloads_create_pods() {
         use serde_json::json;
@@ -1051,28 +1082,19 @@ mod tests {
             HashMap::new(),
         )
         .unwrap();
-        let mut checker = Checker::new(&rules);
-        let (mut owners, mut owned, mut finished) = (Owners::default(), 0, 0);
+        let mut audited = Audited::new(&rules);
         let inside = serde_json::json!({"pool": "tenants"});
         for (name, node) in [("on-gpu", "gpu-1"), ("fine", "t-1")] {
             let v = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": name, "namespace": "team-a"},
                 "spec": {"nodeName": node, "nodeSelector": inside, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]}]}}}},
                 "status": {"phase": "Running"}});
-            audit_one(
-                &mut checker,
-                Some(&cluster),
-                Kind::Pod,
-                v,
-                &mut owners,
-                &mut owned,
-                &mut finished,
-            );
+            audited.one(Some(&cluster), Kind::Pod, v);
         }
         // ReplicaSets whose template no node can run: a listed Deployment's (old, being scaled
         // down: the Deployment is where to act) is not warned; one of its own, or one whose
         // Deployment could not be listed, is.
-        owners.listed(
+        audited.owners.listed(
             Kind::Deployment,
             &serde_json::json!({"metadata": {"uid": "d-1"}}),
             Owner {
@@ -1094,15 +1116,7 @@ mod tests {
             let rs = serde_json::json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                 "metadata": {"name": name, "namespace": "team-b", "ownerReferences": refs},
                 "spec": {"replicas": 2, "template": {"spec": {"nodeSelector": {"pool": "nowhere"}}}}});
-            audit_one(
-                &mut checker,
-                Some(&cluster),
-                Kind::ReplicaSet,
-                rs,
-                &mut owners,
-                &mut owned,
-                &mut finished,
-            );
+            audited.one(Some(&cluster), Kind::ReplicaSet, rs);
         }
         // CronJobs' Jobs: an active CronJob's template is judged, its Job through it; a
         // suspended one's is not, so the Job it left running is judged on its own.
@@ -1117,15 +1131,7 @@ mod tests {
                     "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": name, "uid": name, "controller": true}]},
                 "spec": {"template": template}});
             for (kind, v) in [(Kind::CronJob, cron), (Kind::Job, job)] {
-                audit_one(
-                    &mut checker,
-                    Some(&cluster),
-                    kind,
-                    v,
-                    &mut owners,
-                    &mut owned,
-                    &mut finished,
-                );
+                audited.one(Some(&cluster), kind, v);
             }
         }
         // A pod without a selection, which the scheduler bound to an allowed node: its
@@ -1141,17 +1147,10 @@ mod tests {
             "spec": {"nodeName": node}, "status": {"phase": "Running"}})
         };
         for pod in [bare, mirror("t-1"), mirror("gpu-1")] {
-            audit_one(
-                &mut checker,
-                Some(&cluster),
-                Kind::Pod,
-                pod,
-                &mut owners,
-                &mut owned,
-                &mut finished,
-            );
+            audited.one(Some(&cluster), Kind::Pod, pod);
         }
-        let found: Vec<String> = checker
+        let found: Vec<String> = audited
+            .checker
             .finish()
             .diagnostics
             .iter()
@@ -1216,8 +1215,7 @@ mod tests {
                     "spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}, "containers": []}}}}),
             )
         };
-        let mut checker = Checker::new(&rules);
-        let (mut owners, mut owned, mut finished) = (Owners::default(), 0, 0);
+        let mut audited = Audited::new(&rules);
         for (kind, v) in [
             pod("gated-gpu", "gpu", true),
             pod("gated-cordoned", "old", true),
@@ -1228,17 +1226,10 @@ mod tests {
             ),
             deployment("unqueued", serde_json::json!({})),
         ] {
-            audit_one(
-                &mut checker,
-                Some(&cluster),
-                kind,
-                v,
-                &mut owners,
-                &mut owned,
-                &mut finished,
-            );
+            audited.one(Some(&cluster), kind, v);
         }
-        let found: Vec<(String, String)> = checker
+        let found: Vec<(String, String)> = audited
+            .checker
             .finish()
             .diagnostics
             .iter()
@@ -1260,8 +1251,7 @@ mod tests {
     #[test]
     fn audit_judges_what_can_still_be_acted_on() {
         let rules = RuleSet::default();
-        let mut checker = Checker::new(&rules);
-        let (mut owners, mut owned, mut finished) = (Owners::default(), 0, 0);
+        let mut audited = Audited::new(&rules);
         let zone_anti_affinity = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "topology.kubernetes.io/zone", "namespaceSelector": {}}]}});
         let objects = [
@@ -1288,18 +1278,11 @@ mod tests {
             ),
         ];
         for (kind, v) in objects {
-            audit_one(
-                &mut checker,
-                None,
-                kind,
-                v,
-                &mut owners,
-                &mut owned,
-                &mut finished,
-            );
+            audited.one(None, kind, v);
         }
-        assert_eq!(finished, 2);
-        let found: Vec<(String, String, String)> = checker
+        assert_eq!(audited.finished, 2);
+        let found: Vec<(String, String, String)> = audited
+            .checker
             .finish()
             .diagnostics
             .iter()

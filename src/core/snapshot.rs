@@ -320,7 +320,8 @@ struct Fields {
 impl Fields {
     fn read<'de, A: MapAccess<'de>>(&mut self, key: Key, map: &mut A) -> Result<(), A::Error> {
         match key {
-            // Both said, or another kind known: read (or skipped) at once.
+            // Kept until the object has said both, unless it is already known to be of
+            // another kind (then skipped at once, below).
             Key::Spec | Key::Status
                 if (self.obj.kind.is_none() || self.obj.api_version.is_none())
                     && !self.obj.other_kind() =>
