@@ -284,7 +284,13 @@ pub struct PodState<'a> {
 
 impl<'a> PodState<'a> {
     /// PreFilter: `namespace` is the incoming pod's namespace.
-    pub fn new(cluster: &'a Cluster, pod: &'a PodTemplate, namespace: &str) -> PodState<'a> {
+    /// `without_taints`: taints left out ([`NodeSide::ignoring_taints`]), by every plugin.
+    pub fn new(
+        cluster: &'a Cluster,
+        pod: &'a PodTemplate,
+        namespace: &str,
+        without_taints: bool,
+    ) -> PodState<'a> {
         // The labels its pods will carry: a Job's include those the apiserver adds, and a
         // workload's those its controller adds (a Deployment's pod-template-hash), so that
         // `matchLabelKeys: [pod-template-hash]` counts only the new pod's ReplicaSet, as
@@ -292,7 +298,8 @@ impl<'a> PodState<'a> {
         let labels = pod.carried_labels();
         let labels = &labels;
         let spec = &pod.spec;
-        let node_side = NodeSide::new(spec);
+        let mut node_side = NodeSide::new(spec);
+        node_side.without_taints = without_taints;
         let bound = node_side.bound;
         let spread = PodTopologySpread::new(
             cluster,
@@ -300,7 +307,7 @@ impl<'a> PodState<'a> {
             labels,
             namespace,
             &node_side.affinity,
-            &node_side.taints,
+            (!without_taints).then_some(&node_side.taints),
         );
         PodState {
             cluster,
@@ -367,8 +374,7 @@ pub fn evaluate_with(
     without_taints: bool,
 ) -> Vec<NodeResult> {
     let pod = pod.as_scheduled();
-    let mut state = PodState::new(cluster, &pod, namespace);
-    state.node_side.without_taints = without_taints;
+    let state = PodState::new(cluster, &pod, namespace, without_taints);
     (0..cluster.nodes.len())
         .map(|i| {
             let reasons = state.filter(i);

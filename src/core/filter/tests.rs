@@ -716,6 +716,14 @@ fn topology_spread_details() {
         json!({"topologySpreadConstraints": [spread(ZONE, 1, json!({"nodeTaintsPolicy": "Honor"}))]}),
     );
     assert_eq!(feasible(&c, &honor), names(&["a1", "c1"]));
+    // With the taints left out (a held pod), every plugin leaves them out: b1 is a domain and
+    // a node, as for the pod that tolerates the taint.
+    let held: Vec<String> = evaluate_with(&c, &honor, "default", true)
+        .into_iter()
+        .filter(|r| r.feasible)
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(held, names(&["b1"]));
 }
 
 /// The summary line in kube-scheduler's words (FitError.Error, v1.36): every reason string as

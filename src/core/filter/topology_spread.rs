@@ -36,7 +36,7 @@ impl<'a> PodTopologySpread<'a> {
         pod_labels: &BTreeMap<String, String>,
         namespace: &str,
         affinity: &NodeAffinity,
-        taints: &TaintToleration,
+        taints: Option<&TaintToleration>,
     ) -> PodTopologySpread<'a> {
         let constraints: Vec<&TopologySpreadConstraint> = constraints
             .iter()
@@ -94,7 +94,8 @@ impl<'a> PodTopologySpread<'a> {
                         continue;
                     }
                     if c.node_taints_policy.as_deref() == Some("Honor")
-                        && !*taints_ok.get_or_insert_with(|| taints.filter(node).is_none())
+                        && !*taints_ok
+                            .get_or_insert_with(|| taints.is_none_or(|t| t.filter(node).is_none()))
                     {
                         continue;
                     }
