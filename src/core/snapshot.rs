@@ -288,22 +288,9 @@ impl SlimObject {
 }
 
 impl<'de> Deserialize<'de> for SlimObject {
+    /// Read at once, field by field: an item of a typed list, whose kind the list gives.
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<SlimObject, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = SlimObject;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a Node, Pod or Namespace")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SlimObject, A::Error> {
-                let mut obj = SlimObject::default();
-                while let Some(key) = map.next_key::<Key>()? {
-                    obj.read_field(key, &mut map)?;
-                }
-                Ok(obj)
-            }
-        }
-        d.deserialize_map(V)
+        ObjectSeed { says_kind: false }.deserialize(d)
     }
 }
 
@@ -315,6 +302,8 @@ impl<'de> Deserialize<'de> for SlimObject {
 struct Fields {
     obj: SlimObject,
     early: Vec<(Key, serde_json::Value)>,
+    /// The object says its kind: `spec` and `status` wait for it (else nothing waits).
+    says_kind: bool,
 }
 
 impl Fields {
@@ -323,7 +312,8 @@ impl Fields {
             // Kept until the object has said both, unless it is already known to be of
             // another kind (then skipped at once, below).
             Key::Spec | Key::Status
-                if (self.obj.kind.is_none() || self.obj.api_version.is_none())
+                if self.says_kind
+                    && (self.obj.kind.is_none() || self.obj.api_version.is_none())
                     && !self.obj.other_kind() =>
             {
                 self.early.push((key, map.next_value()?));
@@ -349,23 +339,28 @@ impl Fields {
     }
 }
 
-/// An object that says its kind (an item of a `kind: List`, a document), read as [`Fields`].
-struct ListItem;
+/// One object, read as [`Fields`]; `says_kind` for an item of a `kind: List` or a document.
+struct ObjectSeed {
+    says_kind: bool,
+}
 
-impl<'de> DeserializeSeed<'de> for ListItem {
+impl<'de> DeserializeSeed<'de> for ObjectSeed {
     type Value = SlimObject;
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<SlimObject, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for ListItem {
+impl<'de> Visitor<'de> for ObjectSeed {
     type Value = SlimObject;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a Node, Pod or Namespace")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SlimObject, A::Error> {
-        let mut fields = Fields::default();
+        let mut fields = Fields {
+            says_kind: self.says_kind,
+            ..Fields::default()
+        };
         while let Some(key) = map.next_key::<Key>()? {
             fields.read(key, &mut map)?;
         }
@@ -468,7 +463,10 @@ impl<'de, S: Sink> Visitor<'de> for DocSeed<'_, S> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut fields = Fields::default();
+        let mut fields = Fields {
+            says_kind: true,
+            ..Fields::default()
+        };
         let mut is_list = false;
         while let Some(key) = map.next_key::<Key>()? {
             if let Key::Items = key {
@@ -518,13 +516,11 @@ impl<'de, S: Sink> Visitor<'de> for Items<'_, '_, S> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        loop {
-            // A typed list's items do not say their kind: read at once, as that kind.
-            let obj = match self.kind {
-                Some(_) => seq.next_element::<SlimObject>()?,
-                None => seq.next_element_seed(ListItem)?,
-            };
-            let Some(obj) = obj else { break };
+        // A typed list's items do not say their kind: read at once, as that kind.
+        let seed = || ObjectSeed {
+            says_kind: self.kind.is_none(),
+        };
+        while let Some(obj) = seq.next_element_seed(seed())? {
             self.builder
                 .take(obj, self.kind)
                 .map_err(de::Error::custom)?;
@@ -1019,7 +1015,7 @@ fn read_json<R: BufRead + Send>(mut r: R, b: &mut Builder) -> Result<(), String>
 /// An object that says its kind, as [`Fields`] reads it, from JSON.
 fn object_from_slice(bytes: &[u8]) -> Result<SlimObject, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let obj = ListItem.deserialize(&mut de)?;
+    let obj = ObjectSeed { says_kind: true }.deserialize(&mut de)?;
     de.end()?;
     Ok(obj)
 }
