@@ -69,3 +69,268 @@ fn node_selection_refuses_tightening_into_a_forbidden_pool() {
     assert_eq!(body["spec"]["nodeSelector"], json!({"pool": "tenants"}));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// `Invalid value: V: detail` with V read as JSON and normalized as the apiserver prints it:
+/// kube-apiserver validates its internal types, which have no JSON tags, so a node selector
+/// term prints as `{"MatchExpressions":[{"Key":…}],"MatchFields":null}` where the API (and our
+/// message, which a user can paste back) says `{"matchExpressions":[{"key":…}]}`. Both become
+/// lower-camel keys without nulls; the rest of the text is compared as it is.
+fn normalized(message: &str) -> (Option<Value>, String) {
+    fn camel(v: Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| {
+                        let mut c = k.chars();
+                        let k = c
+                            .next()
+                            .map(|f| f.to_lowercase().chain(c).collect())
+                            .unwrap_or_default();
+                        (k, camel(v))
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.into_iter().map(camel).collect()),
+            v => v,
+        }
+    }
+    let Some(rest) = message.strip_prefix("Invalid value: ") else {
+        return (None, message.to_string());
+    };
+    let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+    match values.next() {
+        Some(Ok(v)) => {
+            let detail = rest[values.byte_offset()..].to_string();
+            (Some(camel(v)), detail)
+        }
+        _ => (None, message.to_string()),
+    }
+}
+
+/// The apiserver's own refusals of updates to a gated pod (`details.causes` of its 422, a dry
+/// run of each update against a pod it stored) are the mutable-directives rule's: the same
+/// updates are refused, at the same fields, for the same reasons, in the same order, and the
+/// same updates go through. What the webhook answers is computed offline (`admission::review`)
+/// from the very objects the apiserver saw.
+#[test]
+fn mutable_directives_refuses_exactly_what_the_apiserver_refuses() {
+    use placement_guard::admission::{review, Endpoint};
+    use placement_guard::rules::config::RuleSet;
+    let Some(api) = with_apiserver("mutable_directives_refuses_exactly_what_the_apiserver_refuses")
+    else {
+        return;
+    };
+    api.namespace("kep");
+    let expr = |key: &str, op: &str, values: &[&str]| json!({"key": key, "operator": op, "values": values});
+    let required = |terms: Value| json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}});
+    let zone_a = required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}]));
+    let toleration = json!({"key": "gpu", "operator": "Exists", "effect": "NoSchedule"});
+    // (what, old spec fields, new spec fields); a pod is gated unless its fields say otherwise.
+    let cases: Vec<(&str, Value, Value)> = vec![
+        (
+            "a first nodeSelector",
+            json!({}),
+            json!({"nodeSelector": {"disk": "ssd"}}),
+        ),
+        (
+            "a nodeSelector key added",
+            json!({"nodeSelector": {"disk": "ssd"}}),
+            json!({"nodeSelector": {"disk": "ssd", "zone": "a"}}),
+        ),
+        (
+            "a nodeSelector value changed",
+            json!({"nodeSelector": {"disk": "ssd"}}),
+            json!({"nodeSelector": {"disk": "hdd"}}),
+        ),
+        (
+            "a nodeSelector key removed",
+            json!({"nodeSelector": {"disk": "ssd", "zone": "a"}}),
+            json!({"nodeSelector": {"zone": "a"}}),
+        ),
+        // Emptied, as a patch that removes its keys leaves it. (An update that drops the field
+        // itself is refused alike, but printed `null`: the webhook cannot tell the two apart,
+        // since the apiserver sends an empty map as no field at all.)
+        (
+            "the nodeSelector emptied",
+            json!({"nodeSelector": {"disk": "ssd"}}),
+            json!({"nodeSelector": {}}),
+        ),
+        (
+            "a first required node affinity",
+            json!({}),
+            json!({"affinity": zone_a.clone()}),
+        ),
+        (
+            "a requirement appended",
+            json!({"affinity": zone_a.clone()}),
+            json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"]), expr("disk", "In", &["ssd"])]}]))}),
+        ),
+        (
+            "an expression widened",
+            json!({"affinity": zone_a.clone()}),
+            json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a", "b"])]}]))}),
+        ),
+        (
+            "a term added",
+            json!({"affinity": zone_a.clone()}),
+            json!({"affinity": required(json!([{"matchExpressions": [expr("zone", "In", &["a"])]}, {"matchExpressions": [expr("zone", "In", &["b"])]}]))}),
+        ),
+        (
+            "the required block removed",
+            json!({"affinity": zone_a.clone()}),
+            json!({"affinity": {"nodeAffinity": {}}}),
+        ),
+        (
+            "the affinity removed",
+            json!({"affinity": zone_a.clone()}),
+            json!({}),
+        ),
+        (
+            "a preferred term added",
+            json!({"affinity": zone_a.clone()}),
+            json!({"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": zone_a["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].clone(),
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchExpressions": [expr("disk", "In", &["ssd"])]}}]}}}),
+        ),
+        (
+            "a toleration added",
+            json!({}),
+            json!({"tolerations": [toleration.clone()]}),
+        ),
+        (
+            "a toleration removed",
+            json!({"tolerations": [toleration.clone()]}),
+            json!({}),
+        ),
+        (
+            "a scheduling gate added",
+            json!({}),
+            json!({"schedulingGates": [{"name": "example.com/gate"}, {"name": "example.com/second"}]}),
+        ),
+        (
+            "the gates removed with a tightening",
+            json!({}),
+            json!({"schedulingGates": [], "nodeSelector": {"disk": "ssd"}}),
+        ),
+        (
+            "an ungated pod's nodeSelector set",
+            json!({"schedulingGates": []}),
+            json!({"nodeSelector": {"disk": "ssd"}}),
+        ),
+        (
+            "an ungated pod's toleration added",
+            json!({"schedulingGates": []}),
+            json!({"tolerations": [toleration.clone()]}),
+        ),
+    ];
+    let rules = RuleSet::default();
+    let mut disagreements = Vec::new();
+    for (i, (what, old_fields, new_fields)) in cases.iter().enumerate() {
+        let name = format!("p{i}");
+        let mut spec = json!({
+            "schedulingGates": [{"name": "example.com/gate"}],
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]});
+        for (k, v) in old_fields.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        let (code, old) = api.create(
+            "/api/v1/namespaces/kep/pods",
+            &json!({"metadata": {"name": name}, "spec": spec}),
+        );
+        assert_eq!(code, 201, "{what}: {old}");
+        // The new pod: the stored one with the case's fields in place of its own.
+        let mut new = old.clone();
+        for k in ["nodeSelector", "affinity"] {
+            new["spec"].as_object_mut().unwrap().remove(k);
+        }
+        if let Some(t) = old_fields.get("tolerations") {
+            // The defaulted tolerations stay; the case's own are taken out.
+            let kept: Vec<Value> = new["spec"]["tolerations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| !t.as_array().unwrap().contains(x))
+                .cloned()
+                .collect();
+            new["spec"]["tolerations"] = Value::Array(kept);
+        }
+        for (k, v) in new_fields.as_object().unwrap() {
+            if k == "tolerations" {
+                let mut all = new["spec"]["tolerations"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                all.extend(v.as_array().unwrap().iter().cloned());
+                new["spec"]["tolerations"] = Value::Array(all);
+            } else {
+                new["spec"][k] = v.clone();
+            }
+        }
+        let (code, answer) = api.curl(
+            "PUT",
+            &format!("/api/v1/namespaces/kep/pods/{name}?dryRun=All"),
+            Some(("application/json", &new)),
+        );
+        let theirs: Vec<(String, String, (Option<Value>, String))> = match code {
+            200 => Vec::new(),
+            422 => answer["details"]["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    (
+                        c["field"].as_str().unwrap_or("").to_string(),
+                        c["reason"].as_str().unwrap_or("").to_string(),
+                        normalized(c["message"].as_str().unwrap_or("")),
+                    )
+                })
+                .collect(),
+            _ => panic!("{what}: the apiserver answered {code}: {answer}"),
+        };
+        let body = serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": name, "namespace": "kep", "operation": "UPDATE",
+                "userInfo": {"username": "admin"}, "object": new, "oldObject": old}}))
+        .unwrap();
+        let reviewed = review(&body, Endpoint::Validate, &rules).unwrap();
+        let response: Value = serde_json::from_slice(&reviewed.body).unwrap();
+        let ours: Vec<(String, String, (Option<Value>, String))> = response["response"]["status"]
+            ["details"]["causes"]
+            .as_array()
+            .map(|causes| {
+                causes
+                    .iter()
+                    .map(|c| {
+                        (
+                            c["field"].as_str().unwrap_or("").to_string(),
+                            c["reason"].as_str().unwrap_or("").to_string(),
+                            normalized(c["message"].as_str().unwrap_or("")),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        // An ungated pod's scheduling fields are refused by the apiserver's catch-all (`spec:
+        // Forbidden: pod updates may not change fields other than …` and a diff of its internal
+        // types); ours names the field and why. The same refusal, the same reason, at or below
+        // the apiserver's field.
+        let same = if what.starts_with("an ungated") {
+            theirs.len() == ours.len()
+                && theirs.iter().zip(&ours).all(|(t, o)| {
+                    t.1 == o.1 && (o.0 == t.0 || o.0.starts_with(&format!("{}.", t.0)))
+                })
+        } else {
+            theirs == ours
+        };
+        if !same {
+            disagreements.push(format!(
+                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={}: {ours:?}",
+                reviewed.allowed
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}

@@ -359,6 +359,13 @@ fn check_bad_usage_or_no_readable_input_exits_2() {
         serde_json::from_str::<serde_json::Value>(&r.stdout).unwrap();
         assert!(r.stderr.contains("no input could be read"), "{}", r.stderr);
     }
+    // In text, on stderr, at its line and column as in the machine-read reports.
+    let r = run(&["check", "-"], Some(b"kind: \x80\x81bad"));
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        "placement-guard: <stdin>:1:7: not UTF-8 text\nplacement-guard: no input could be read\n"
+    );
     std::fs::remove_dir_all(empty).ok();
 }
 
@@ -537,6 +544,40 @@ fn explain_prints_the_schedulers_verdict() {
     );
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["feasible"], serde_json::json!(["node4"]));
+    // A manifest without a namespace goes where -n puts it, as `kubectl apply -n` would: the
+    // spread then counts that namespace's pods (none in `other`), not default's.
+    let manifest = std::fs::read_to_string(format!("{dir}/deployment.yaml")).unwrap();
+    let unplaced = manifest.replace("name: web, namespace: default", "name: web");
+    let feasible = |ns: &str| {
+        let args = ["explain", "-o", "json", "--cluster"];
+        let cluster = format!("{dir}/cluster.yaml");
+        let r = run(
+            &[&args[..], &[&cluster, "--pod", "-", "-n", ns]].concat(),
+            Some(unplaced.as_bytes()),
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        serde_json::from_str::<serde_json::Value>(&r.stdout).unwrap()["feasible"].clone()
+    };
+    assert_eq!(feasible("default"), serde_json::json!(["node4"]));
+    assert_eq!(
+        feasible("other"),
+        serde_json::json!(["node1", "node2", "node4"])
+    );
+    // One that names its namespace keeps it; -n may not contradict it.
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            &format!("{dir}/cluster.yaml"),
+            "--pod",
+            &format!("{dir}/deployment.yaml"),
+            "-n",
+            "other",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2);
+    assert_eq!(r.stderr, format!("placement-guard: {dir}/deployment.yaml: the Deployment's namespace, \"default\", does not match -n \"other\"; pass -n default or leave -n out (kubectl refuses the same)\n"));
     // Bad input: exit 2 with the reason.
     let r = run(
         &[
@@ -1049,6 +1090,38 @@ fn check_walks_and_filters_like_a_linter() {
     assert!(
         r.stderr
             .contains("unknown rule \"no-such-rule\"; rules: mutable-directives"),
+        "{}",
+        r.stderr
+    );
+    // An input that could not be checked is reported whatever the filters say: a broken file
+    // or a garbled `helm template` stream must not pass a filtered run.
+    let broken = "testdata/manifests/broken.yaml";
+    for filter in ["--only-rule", "--skip-rule"] {
+        let r = run(
+            &["check", "-o", "json", filter, "hard-anti-affinity", broken],
+            None,
+        );
+        assert_eq!(
+            (rules(&r), r.code),
+            (vec!["yaml-syntax".to_string()], 1),
+            "{filter}"
+        );
+    }
+    let garbled = "Error: INSTALLATION FAILED: template: web/templates/deploy.yaml:12:3: bad\n";
+    let r = run(
+        &["check", "--only-rule", "hard-anti-affinity", "-"],
+        Some(garbled.as_bytes()),
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("<stdin>:1:27: error[yaml-syntax]"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["check", "--skip-rule", "yaml-syntax", broken], None);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("--skip-rule yaml-syntax: yaml-syntax findings say an input could not be checked and are always reported; leave the file out with --exclude instead"),
         "{}",
         r.stderr
     );

@@ -31,7 +31,7 @@ fuzz_target!(|bytes: &[u8]| {
     let Ok(objects) = manifest::parse(text) else {
         return;
     };
-    if let Ok((pod, ns)) = explain::pod_from(&objects) {
+    if let Ok((pod, ns)) = explain::pod_from(&objects, None, "default") {
         let results = placement_guard::core::filter::evaluate(&cluster, &pod, &ns);
         let _ = explain::text(&results);
         let _ = placement_guard::core::filter::summary(&results);

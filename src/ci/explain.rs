@@ -83,8 +83,13 @@ pub fn file_caveats(objects: &[Object]) -> Vec<String> {
 
 /// The pod to place: a Pod, or the pod template of a workload, the one such object of the file
 /// (a Service or a ConfigMap beside it is passed over; several are refused, each named, rather
-/// than one explained in silence).
-pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainError> {
+/// than one explained in silence), and its namespace as `kubectl apply -n` decides it: the
+/// object's own, which `given` (`-n`) may not contradict, else `given`, else `otherwise`.
+pub fn pod_from(
+    objects: &[Object],
+    given: Option<&str>,
+    otherwise: &str,
+) -> Result<(PodTemplate, String), ExplainError> {
     let (o, k) = match placeable(objects).as_slice() {
         [one] => *one,
         [] => {
@@ -120,11 +125,16 @@ pub fn pod_from(objects: &[Object]) -> Result<(PodTemplate, String), ExplainErro
         }
     };
     let t = workload::parse_value(k, &o.value).map_err(|e| ExplainError(e.to_string()))?;
-    let ns = t
-        .meta
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".to_string());
+    let ns = match (t.meta.namespace.as_deref(), given) {
+        (Some(own), Some(given)) if own != given => {
+            return Err(ExplainError(format!(
+                "the {}'s namespace, {own:?}, does not match -n {given:?}; pass -n {own} or leave -n out (kubectl refuses the same)",
+                k.display()
+            )))
+        }
+        (Some(own), _) => own.to_string(),
+        (None, given) => given.unwrap_or(otherwise).to_string(),
+    };
     Ok((t, ns))
 }
 
@@ -557,8 +567,37 @@ spec:
 
     fn run() -> Vec<NodeResult> {
         let (cluster, _) = cluster_from(SNAPSHOT.as_bytes()).unwrap();
-        let (pod, ns) = pod_from(&manifest::parse(POD).unwrap()).unwrap();
+        let (pod, ns) = pod_from(&manifest::parse(POD).unwrap(), None, "default").unwrap();
         filter::evaluate(&cluster, &pod, &ns)
+    }
+
+    /// As `kubectl apply -n`: a file's object without a namespace goes to -n, else to the
+    /// context's (or `default` beside a dump); one with a namespace keeps it, and -n may not
+    /// contradict it.
+    #[test]
+    fn a_files_namespace_is_decided_as_kubectl_decides_it() {
+        let pod = |ns: &str| format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p{ns}}}\n");
+        let cases: [(String, Option<&str>, Result<&str, &str>); 5] = [
+            (pod(""), None, Ok("ctx")),
+            (pod(""), Some("team"), Ok("team")),
+            (pod(", namespace: shop"), None, Ok("shop")),
+            (pod(", namespace: shop"), Some("shop"), Ok("shop")),
+            (
+                pod(", namespace: shop"),
+                Some("team"),
+                Err("the Pod's namespace, \"shop\", does not match -n \"team\"; pass -n shop or leave -n out (kubectl refuses the same)"),
+            ),
+        ];
+        for (text, given, want) in cases {
+            let got = pod_from(&manifest::parse(&text).unwrap(), given, "ctx")
+                .map(|(_, ns)| ns)
+                .map_err(|e| e.0);
+            assert_eq!(
+                got.as_deref().map_err(String::as_str),
+                want,
+                "{text} -n {given:?}"
+            );
+        }
     }
 
     #[test]
@@ -612,24 +651,35 @@ spec:
                 "5 object(s) of the dump are not Nodes, Pods or Namespaces: the filters do not read them",
             ]
         );
-        let err =
-            pod_from(&manifest::parse("apiVersion: v1\nkind: Service\n").unwrap()).unwrap_err();
+        let err = pod_from(
+            &manifest::parse("apiVersion: v1\nkind: Service\n").unwrap(),
+            None,
+            "default",
+        )
+        .unwrap_err();
         assert_eq!(
             err.0,
             "v1/Service is not a Pod or a workload with a pod template"
         );
         // A Service beside the workload is passed over; two workloads are refused, named.
         let service = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\n";
-        let (pod, _) = pod_from(&manifest::parse(&format!("{service}{POD}")).unwrap()).unwrap();
+        let (pod, _) = pod_from(
+            &manifest::parse(&format!("{service}{POD}")).unwrap(),
+            None,
+            "default",
+        )
+        .unwrap();
         assert_eq!(pod.kind, Kind::Deployment);
         let two = format!("{POD}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\n");
-        let err = pod_from(&manifest::parse(&two).unwrap()).unwrap_err();
+        let err = pod_from(&manifest::parse(&two).unwrap(), None, "default").unwrap_err();
         assert_eq!(
             err.0,
             "2 objects with a pod template (Deployment/web, Pod/p); explain places one: give a file with only the one to place"
         );
         let err = pod_from(
             &manifest::parse(&format!("{service}apiVersion: v1\nkind: ConfigMap\n")).unwrap(),
+            None,
+            "default",
         )
         .unwrap_err();
         assert_eq!(

@@ -403,7 +403,8 @@ pub fn explain(
         let target = match source {
             PodSource::File(path) => {
                 let objs = super::read_objects(path)?;
-                let (mut template, namespace) = crate::ci::explain::pod_from(&objs)
+                let (mut template, namespace) =
+                    crate::ci::explain::pod_from(&objs, namespace, &conn.namespace)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
                 let bound = file_binding(&objs, &mut template, &namespace);
                 let description = match &bound {

@@ -280,7 +280,9 @@ pub enum Command {
             conflicts_with = "workloadspread"
         )]
         pod: Option<String>,
-        /// Namespace of a live pod or workload (default: the kubeconfig context's).
+        /// Namespace of a live pod or workload (default: the kubeconfig context's); for a file's
+        /// object that names none, as `kubectl apply -n` (default: the context's, or `default`
+        /// beside a dump).
         #[arg(short = 'n', long)]
         namespace: Option<String>,
         #[command(flatten)]
@@ -691,7 +693,10 @@ fn run_check(run: CheckRun) -> ExitCode {
         .diagnostics
         .iter()
         .filter(|d| d.rule == crate::ci::check::RULE_UNREADABLE)
-        .map(|d| format!("{}: {}", d.file, d.message))
+        .map(|d| match d.line {
+            0 => format!("{}: {}", d.file, d.message),
+            line => format!("{}:{line}:{}: {}", d.file, d.column, d.message),
+        })
         .collect();
     if !inputs.is_empty() && report.objects == 0 && unreadable.len() == inputs.len() {
         // A machine-read report is still written (with the unreadable findings), so a step
@@ -734,6 +739,11 @@ fn check_rule_names(only: &[String], skip: &[String]) -> Result<(), String> {
             return Err(format!("unknown rule {r:?}; rules: {}", known.join(", ")));
         }
     }
+    if let Some(r) = skip.iter().find(|r| crate::ci::report::is_input_rule(r)) {
+        return Err(format!(
+            "--skip-rule {r}: {r} findings say an input could not be checked and are always reported; leave the file out with --exclude instead"
+        ));
+    }
     Ok(())
 }
 
@@ -774,9 +784,12 @@ fn default_namespace(args: &live::LiveArgs) -> Result<String, String> {
 fn render_report(mut report: crate::ci::report::Report, run: &ReportArgs) -> ExitCode {
     use crate::ci::report::{self, Severity};
     use std::io::IsTerminal;
-    // Suppressed findings are filtered alike: they are listed and counted as findings are.
+    // Suppressed findings are filtered alike: they are listed and counted as findings are. An
+    // input that could not be checked is always reported: filtered, it would pass in silence.
     let shown = |rule: &String| {
-        (run.only_rule.is_empty() || run.only_rule.contains(rule)) && !run.skip_rule.contains(rule)
+        crate::ci::report::is_input_rule(rule)
+            || ((run.only_rule.is_empty() || run.only_rule.contains(rule))
+                && !run.skip_rule.contains(rule))
     };
     report.diagnostics.retain(|d| shown(&d.rule));
     report.suppressed.retain(|s| shown(&s.rule));
@@ -1000,7 +1013,7 @@ fn run_explain(
                 Ok(o) => o,
                 Err(e) => return fail(e),
             };
-            let (mut template, ns) = match explain::pod_from(&pod_objs) {
+            let (mut template, ns) = match explain::pod_from(&pod_objs, namespace, "default") {
                 Ok(p) => p,
                 Err(e) => return fail(format!("{}: {e}", path.display())),
             };

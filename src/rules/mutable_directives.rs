@@ -396,6 +396,9 @@ fn check_node_selector(
     Some(Problem {
         error: FieldError::invalid(
             path.clone(),
+            // `{}` when the field is absent: the apiserver serializes an emptied map as absent
+            // (omitempty), and an emptied map is what a patch that removes keys leaves; it
+            // prints `null` only for an update that drops the field itself.
             json!(new_sel),
             "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
         ),
@@ -454,7 +457,8 @@ fn check_node_affinity(
         return vec![Problem {
             error: FieldError::invalid(
                 terms_path,
-                to_value(&new_terms),
+                // The apiserver's nil slice when the required block is gone.
+                required_terms(new).map_or(Value::Null, |t| to_value(&t)),
                 "no additions/deletions to non-empty NodeSelectorTerms list are allowed",
             ),
             hint: Some(hint),

@@ -180,13 +180,13 @@ fn required_node_affinity_on_gated_pods() {
             "removing the required block is denied",
             gated(json!({"affinity": required(zone_ab.clone())})),
             gated(json!({"affinity": {"nodeAffinity": {}}})),
-            vec![format!("{TERMS}: Invalid value: []: no additions/deletions to non-empty NodeSelectorTerms list are allowed")],
+            vec![format!("{TERMS}: Invalid value: null: no additions/deletions to non-empty NodeSelectorTerms list are allowed")],
         ),
         (
             "removing the whole affinity is denied",
             gated(json!({"affinity": required(zone_ab.clone())})),
             gated(json!({})),
-            vec![format!("{TERMS}: Invalid value: []: no additions/deletions to non-empty NodeSelectorTerms list are allowed")],
+            vec![format!("{TERMS}: Invalid value: null: no additions/deletions to non-empty NodeSelectorTerms list are allowed")],
         ),
         (
             "an old empty terms list allows anything",
