@@ -334,3 +334,208 @@ fn mutable_directives_refuses_exactly_what_the_apiserver_refuses() {
     }
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
+
+/// The apiserver's own refusals of `topologySpreadConstraints` (`details.causes` of its 422 to
+/// a dry-run create) are the topology-spread rule's, field, reason and message, and the
+/// constraints it takes pass the rule; what the webhook answers is computed offline from the
+/// same pod.
+#[test]
+fn topology_spread_refuses_exactly_what_the_apiserver_refuses() {
+    use placement_guard::admission::{review, Endpoint};
+    use placement_guard::rules::config::RuleSet;
+    let Some(api) = with_apiserver("topology_spread_refuses_exactly_what_the_apiserver_refuses")
+    else {
+        return;
+    };
+    api.namespace("tsc");
+    let selector = json!({"matchLabels": {"app": "web"}});
+    let zone = |extra: Value| {
+        let mut c = json!({"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector});
+        for (k, v) in extra.as_object().unwrap() {
+            if v.is_null() {
+                c.as_object_mut().unwrap().remove(k);
+            } else {
+                c[k] = v.clone();
+            }
+        }
+        c
+    };
+    let cases: Vec<(&str, Value)> = vec![
+        ("a valid constraint", json!([zone(json!({}))])),
+        (
+            "matchLabelKeys and minDomains",
+            json!([zone(
+                json!({"minDomains": 2, "matchLabelKeys": ["pod-template-hash"]})
+            )]),
+        ),
+        ("maxSkew 0", json!([zone(json!({"maxSkew": 0}))])),
+        ("maxSkew negative", json!([zone(json!({"maxSkew": -1}))])),
+        (
+            "whenUnsatisfiable unknown",
+            json!([zone(json!({"whenUnsatisfiable": "Sometimes"}))]),
+        ),
+        (
+            "whenUnsatisfiable missing",
+            json!([zone(json!({"whenUnsatisfiable": null}))]),
+        ),
+        (
+            "topologyKey empty",
+            json!([zone(json!({"topologyKey": ""}))]),
+        ),
+        (
+            "topologyKey not a label key",
+            json!([zone(json!({"topologyKey": "zone name"}))]),
+        ),
+        ("minDomains 0", json!([zone(json!({"minDomains": 0}))])),
+        (
+            "minDomains with ScheduleAnyway",
+            json!([zone(
+                json!({"minDomains": 2, "whenUnsatisfiable": "ScheduleAnyway"})
+            )]),
+        ),
+        (
+            "a duplicate",
+            json!([zone(json!({})), zone(json!({"maxSkew": 2}))]),
+        ),
+        (
+            "the same key, the other policy",
+            json!([
+                zone(json!({})),
+                zone(json!({"whenUnsatisfiable": "ScheduleAnyway"}))
+            ]),
+        ),
+        (
+            "matchLabelKeys without a selector",
+            json!([zone(
+                json!({"labelSelector": null, "matchLabelKeys": ["pod-template-hash"]})
+            )]),
+        ),
+        (
+            "matchLabelKeys not a label key",
+            json!([zone(json!({"matchLabelKeys": ["a b"]}))]),
+        ),
+        (
+            "matchLabelKeys naming a selector key",
+            json!([zone(json!({"matchLabelKeys": ["app"]}))]),
+        ),
+        (
+            "nodeAffinityPolicy unknown",
+            json!([zone(json!({"nodeAffinityPolicy": "Always"}))]),
+        ),
+        (
+            "nodeTaintsPolicy unknown",
+            json!([zone(json!({"nodeTaintsPolicy": "honor"}))]),
+        ),
+        (
+            "a selector operator unknown",
+            json!([zone(
+                json!({"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Has", "values": ["web"]}]}})
+            )]),
+        ),
+        (
+            "a selector value not a label value",
+            json!([zone(
+                json!({"labelSelector": {"matchLabels": {"app": "web app"}}})
+            )]),
+        ),
+        (
+            "two mistakes in two constraints",
+            json!([
+                zone(json!({"maxSkew": 0})),
+                zone(
+                    json!({"topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "Never"})
+                )
+            ]),
+        ),
+    ];
+    let rules = RuleSet::default();
+    let causes = |v: &Value| -> Vec<(String, String, String)> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|c| {
+                        (
+                            c["field"].as_str().unwrap_or("").to_string(),
+                            c["reason"].as_str().unwrap_or("").to_string(),
+                            c["message"].as_str().unwrap_or("").to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // The apiserver reports a `matchLabelKeys` key the selector names at
+    // `topologySpreadConstraints[i][j]`; we at the entry to remove, `[i].matchLabelKeys[j]`.
+    let entry = |field: String| match field.strip_suffix(']').and_then(|f| f.rsplit_once("][")) {
+        Some((constraint, j)) if j.parse::<usize>().is_ok() => {
+            format!("{constraint}].matchLabelKeys[{j}]")
+        }
+        _ => field,
+    };
+    let mut disagreements = Vec::new();
+    for (i, (what, constraints)) in cases.iter().enumerate() {
+        let labels = json!({"app": "web"});
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("p{i}"), "namespace": "tsc", "labels": labels},
+            "spec": {"topologySpreadConstraints": constraints,
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+        let (code, answer) = api.create("/api/v1/namespaces/tsc/pods?dryRun=All", &pod);
+        let theirs: Vec<_> = match code {
+            201 => Vec::new(),
+            422 => causes(&answer["details"]["causes"]),
+            _ => panic!("{what}: the apiserver answered {code}: {answer}"),
+        }
+        .into_iter()
+        .map(|(field, reason, message)| (entry(field), reason, message))
+        .collect();
+        // What webhooks are sent: the pod after the apiserver merged each `matchLabelKeys` key
+        // the pod carries into its selector (`key In [value]`, appended), as it does on create.
+        let mut pod = pod;
+        for c in pod["spec"]["topologySpreadConstraints"]
+            .as_array_mut()
+            .unwrap()
+        {
+            let keys: Vec<String> = c["matchLabelKeys"]
+                .as_array()
+                .map(|k| {
+                    k.iter()
+                        .filter_map(|k| k.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if c["labelSelector"].is_null() {
+                continue;
+            }
+            for k in keys {
+                if let Some(v) = labels.get(&k) {
+                    let exprs = &mut c["labelSelector"]["matchExpressions"];
+                    if exprs.is_null() {
+                        *exprs = json!([]);
+                    }
+                    exprs
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!({"key": k, "operator": "In", "values": [v]}));
+                }
+            }
+        }
+        let body = serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": format!("p{i}"), "namespace": "tsc", "operation": "CREATE",
+                "userInfo": {"username": "admin"}, "object": pod}}))
+        .unwrap();
+        let reviewed = review(&body, Endpoint::Validate, &rules).unwrap();
+        let response: Value = serde_json::from_slice(&reviewed.body).unwrap();
+        let ours = causes(&response["response"]["status"]["details"]["causes"]);
+        if theirs != ours {
+            disagreements.push(format!(
+                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={}: {ours:?}",
+                reviewed.allowed
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
