@@ -387,6 +387,10 @@ fn topology_spread_refuses_exactly_what_the_apiserver_refuses() {
             "topologyKey not a label key",
             json!([zone(json!({"topologyKey": "zone name"}))]),
         ),
+        (
+            "topologyKey of three parts",
+            json!([zone(json!({"topologyKey": "a/b/c"}))]),
+        ),
         ("minDomains 0", json!([zone(json!({"minDomains": 0}))])),
         (
             "minDomains with ScheduleAnyway",
@@ -525,6 +529,81 @@ fn topology_spread_refuses_exactly_what_the_apiserver_refuses() {
             "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                 "resource": {"group": "", "version": "v1", "resource": "pods"},
                 "name": format!("p{i}"), "namespace": "tsc", "operation": "CREATE",
+                "userInfo": {"username": "admin"}, "object": pod}}))
+        .unwrap();
+        let reviewed = review(&body, Endpoint::Validate, &rules).unwrap();
+        let response: Value = serde_json::from_slice(&reviewed.body).unwrap();
+        let ours = causes(&response["response"]["status"]["details"]["causes"]);
+        if theirs != ours {
+            disagreements.push(format!(
+                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={}: {ours:?}",
+                reviewed.allowed
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
+
+/// A required anti-affinity term whose `topologyKey` is no node label key is refused by the
+/// hard-anti-affinity rule with the apiserver's own causes (a dry-run create through
+/// kube-apiserver v1.36.2 against the webhook's offline review of the same pod), and one on the
+/// node's hostname passes both.
+#[test]
+fn anti_affinity_keys_are_refused_as_the_apiserver_refuses_them() {
+    use placement_guard::admission::{review, Endpoint};
+    use placement_guard::rules::config::RuleSet;
+    let Some(api) = with_apiserver("anti_affinity_keys_are_refused_as_the_apiserver_refuses_them")
+    else {
+        return;
+    };
+    api.namespace("aa");
+    let term =
+        |key: &str| json!({"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": key});
+    let cases: [(&str, Vec<Value>); 6] = [
+        ("the hostname", vec![term("kubernetes.io/hostname")]),
+        ("an empty key", vec![term("")]),
+        ("a key with a space", vec![term("zone name")]),
+        ("an empty prefix name", vec![term("example.com/")]),
+        (
+            "a prefix that is no DNS subdomain",
+            vec![term("Example_com/zone")],
+        ),
+        (
+            "two bad keys",
+            vec![term("-zone"), term("kubernetes.io/hostname"), term("a/b/c")],
+        ),
+    ];
+    let rules = RuleSet::default();
+    let causes = |v: &Value| -> Vec<(String, String, String)> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                (
+                    c["field"].as_str().unwrap_or("").to_string(),
+                    c["reason"].as_str().unwrap_or("").to_string(),
+                    c["message"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let mut disagreements = Vec::new();
+    for (i, (what, terms)) in cases.iter().enumerate() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("p{i}"), "namespace": "aa", "labels": {"app": "db"}},
+            "spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}},
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+        let (code, answer) = api.create("/api/v1/namespaces/aa/pods?dryRun=All", &pod);
+        let theirs = match code {
+            201 => Vec::new(),
+            422 => causes(&answer["details"]["causes"]),
+            _ => panic!("{what}: the apiserver answered {code}: {answer}"),
+        };
+        let body = serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": format!("p{i}"), "namespace": "aa", "operation": "CREATE",
                 "userInfo": {"username": "admin"}, "object": pod}}))
         .unwrap();
         let reviewed = review(&body, Endpoint::Validate, &rules).unwrap();

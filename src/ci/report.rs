@@ -211,7 +211,6 @@ pub fn json(r: &Report) -> String {
     s
 }
 
-/// Diagnostics about the input rather than a rule: (id, summary).
 /// Whether `rule` says an input could not be checked (not YAML, not its kind, not readable):
 /// such findings are reported whatever `--only-rule` and `--skip-rule` say, so that a filtered
 /// run over a broken or garbled input cannot pass.
@@ -219,6 +218,7 @@ pub fn is_input_rule(rule: &str) -> bool {
     INPUT_RULES.iter().any(|(id, _)| *id == rule)
 }
 
+/// Diagnostics about the input rather than a rule: (id, summary).
 const INPUT_RULES: [(&str, &str); 3] = [
     (RULE_YAML, "The file is not valid YAML"),
     (RULE_INVALID, "The object cannot be read as its kind"),

@@ -121,7 +121,9 @@ pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
     errs
 }
 
-/// `IsQualifiedName`: an optional DNS subdomain prefix and '/', then a name of at most 63 characters.
+/// `IsQualifiedName` as `ValidateLabelName` reports it: an optional DNS subdomain prefix and '/',
+/// then a name of at most 63 characters; a key of more than two parts is called "a valid label
+/// key", as kube-apiserver v1.36.2 calls it (`tests/apiserver.rs`).
 pub fn qualified_name_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
@@ -140,7 +142,7 @@ pub fn qualified_name_errors(value: &str) -> Vec<String> {
             *name
         }
         _ => {
-            return vec![format!("a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")];
+            return vec![format!("a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME_FMT}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")];
         }
     };
     if name.is_empty() {
@@ -428,7 +430,7 @@ mod tests {
                 "Example.com/app",
                 "prefix part a lowercase RFC 1123 subdomain",
             ),
-            ("a/b/c", "a qualified name must consist of"),
+            ("a/b/c", "a valid label key must consist of"),
             (&"x".repeat(64), "name part must be no more than 63 bytes"),
         ];
         for (bad, want) in cases {
