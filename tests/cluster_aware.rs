@@ -472,6 +472,19 @@ fn a_silent_api_server_makes_the_cache_stale() {
     assert_eq!(code, 200);
     assert!(!judged(&r), "{r}");
     api.signal_apiserver("CONT");
+    // Back without a single change in the cluster: each resource is listed again, which says
+    // the cache is current, and the check runs again (a resumed watch alone said nothing, and
+    // the cache stayed stale until some node, pod and namespace changed).
+    until("the cache to judge again with nothing changed", || {
+        judged(&review().1)
+    });
+    let log = server.stderr();
+    for r in ["nodes", "pods", "namespaces"] {
+        let recovered = format!("cluster cache: watch recovered resource=\"{r}\"");
+        assert!(log.contains(&recovered), "{r}:\n{log}");
+    }
+    // kube's client logs every failed request of the outage at error: off by default.
+    assert!(!log.contains("kube_client"), "{log}");
     drop(server);
     std::fs::remove_dir_all(dir).ok();
 }

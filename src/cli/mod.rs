@@ -1110,10 +1110,12 @@ fn read_input(file: &str) -> Result<Vec<u8>, String> {
 fn init_logging(format: LogFormat) -> logwriter::Guard {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    // kube's watcher logs each refused retry at warn, in debug form; the cache says it once
-    // (`cluster cache: watch failed`), with the reason.
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,kube_runtime::watcher=error"));
+    // kube's watcher logs each refused retry at warn, in debug form, and kube's client each
+    // failed request at error (`failed with error client error (Connect)`, every retry of an
+    // outage); the cache says it once (`cluster cache: watch failed`), with the reason.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new("info,kube_runtime::watcher=error,kube_client::client::builder=off")
+    });
     let (writer, guard) = logwriter::batch(std::io::stderr());
     let ansi = std::io::stderr().is_terminal();
     // Decision lines skip tracing's formatting but keep its filter and format (colors excepted).

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::runtime::watcher::{self, Event as WatchEvent};
-use kube::runtime::WatchStreamExt;
 use kube::{Api, Client};
 use serde::Deserialize;
 
@@ -164,29 +163,32 @@ pub fn spawn(client: Client, cache: Arc<Cache>, page: u32, silence: Duration) {
             );
         }
     });
-    let config = || {
+    let config = move || {
         watcher::Config::default()
             .page_size(page)
             .timeout(watch_seconds)
     };
-    let c = cache.clone();
+    let nodes = Api::<WatchedNode>::all(client.clone());
     tokio::spawn(run(
-        watcher::watcher(Api::<WatchedNode>::all(client.clone()), config()),
-        c,
+        move || watcher::watcher(nodes.clone(), config()),
+        cache.clone(),
         Resource::Nodes,
     ));
-    let c = cache.clone();
+    let namespaces = Api::<WatchedNamespace>::all(client.clone());
     tokio::spawn(run(
-        watcher::watcher(Api::<WatchedNamespace>::all(client.clone()), config()),
-        c,
+        move || watcher::watcher(namespaces.clone(), config()),
+        cache.clone(),
         Resource::Namespaces,
     ));
     // As the scheduler's informer: finished pods take nothing, and leave the watch as deletes.
+    let pods = Api::<WatchedPod>::all(client);
     tokio::spawn(run(
-        watcher::watcher(
-            Api::<WatchedPod>::all(client),
-            config().fields("status.phase!=Succeeded,status.phase!=Failed"),
-        ),
+        move || {
+            watcher::watcher(
+                pods.clone(),
+                config().fields("status.phase!=Succeeded,status.phase!=Failed"),
+            )
+        },
         cache,
         Resource::Pods,
     ));
@@ -217,64 +219,79 @@ fn defer_init<K>(
         .flatten()
 }
 
-async fn run<K: Into<SlimObject> + Send + 'static>(
-    stream: impl futures_util::Stream<Item = Result<WatchEvent<K>, watcher::Error>> + Send,
-    cache: Arc<Cache>,
-    r: Resource,
-) {
-    let mut stream = std::pin::pin!(defer_init(stream).default_backoff());
+/// Keeps one resource's part of the cache, from watchers `watch` makes. After a failure it
+/// starts a new watcher, which lists again, after a backoff (kube's: 0.8 s doubling to 30 s).
+/// The watcher would resume the watch itself, but a resumed watch says nothing until the next
+/// change, so a quiet resource (namespaces) would stay failing, and the checks that need the
+/// cache skipped as stale, for as long as nothing changed; a list ends with `InitDone`, which
+/// says the cache is current again.
+async fn run<K, S>(watch: impl Fn() -> S + Send, cache: Arc<Cache>, r: Resource)
+where
+    K: Into<SlimObject> + Send + 'static,
+    S: futures_util::Stream<Item = Result<WatchEvent<K>, watcher::Error>> + Send,
+{
+    use kube::runtime::utils::Backoff;
+    let mut backoff = watcher::DefaultBackoff::default();
     let mut lists = 0u64;
-    while let Some(item) = stream.next().await {
-        let event = match item {
-            Ok(e) => e,
-            // The ordinary end of a watch that fell behind the server's history: kube lists
-            // again (counted as a restart); not a failure.
-            Err(watcher::Error::WatchError(s)) if s.code == 410 => {
-                tracing::info!(
-                    resource = r.as_str(),
-                    "cluster cache: the watch's resource version expired (410 Gone); listing again"
-                );
-                continue;
-            }
-            Err(e) => {
-                let mut w = cache.watch(r);
-                if w.failing_since.is_none() {
-                    w.failing_since = Some(Instant::now());
-                    tracing::warn!(resource = r.as_str(), error = %watch_failure(&e), "cluster cache: watch failed; retrying with backoff");
+    loop {
+        let mut stream = std::pin::pin!(defer_init(watch()));
+        while let Some(item) = stream.next().await {
+            let event = match item {
+                Ok(e) => e,
+                // The ordinary end of a watch that fell behind the server's history: kube
+                // lists again (counted as a restart); not a failure.
+                Err(watcher::Error::WatchError(s)) if s.code == 410 => {
+                    tracing::info!(
+                        resource = r.as_str(),
+                        "cluster cache: the watch's resource version expired (410 Gone); listing again"
+                    );
+                    continue;
                 }
-                continue;
-            }
-        };
-        let done = matches!(event, WatchEvent::InitDone);
-        match event {
-            WatchEvent::Init => {
-                lists += 1;
-                if lists > 1 {
-                    cache.restarts[r as usize].fetch_add(1, Ordering::Relaxed);
+                Err(e) => {
+                    let mut w = cache.watch(r);
+                    if w.failing_since.is_none() {
+                        w.failing_since = Some(Instant::now());
+                        tracing::warn!(resource = r.as_str(), error = %watch_failure(&e), "cluster cache: watch failed; retrying with backoff");
+                    }
+                    break;
                 }
-                cache.apply(r, Event::Relist);
+            };
+            backoff.reset();
+            apply(&cache, r, event, &mut lists);
+        }
+        tokio::time::sleep(backoff.next().unwrap_or(Duration::from_secs(30))).await;
+    }
+}
+
+/// One watch event into the cache, and what it says of the watch's health.
+fn apply<K: Into<SlimObject>>(cache: &Cache, r: Resource, event: WatchEvent<K>, lists: &mut u64) {
+    let done = matches!(event, WatchEvent::InitDone);
+    match event {
+        WatchEvent::Init => {
+            *lists += 1;
+            if *lists > 1 {
+                cache.restarts[r as usize].fetch_add(1, Ordering::Relaxed);
             }
-            WatchEvent::InitApply(o) | WatchEvent::Apply(o) => {
-                cache.apply(r, Event::Apply(o.into()))
-            }
-            WatchEvent::Delete(o) => cache.apply(r, Event::Delete(o.into())),
-            WatchEvent::InitDone => cache.apply(r, Event::RelistDone),
+            cache.apply(r, Event::Relist);
         }
-        let mut w = cache.watch(r);
-        if w.failing_since.take().is_some() {
-            tracing::info!(resource = r.as_str(), "cluster cache: watch recovered");
-        }
-        if done && !w.synced {
-            w.synced = true;
-            drop(w);
-            // This resource's count (the others may not be listed yet; all are in the metrics).
-            let objects = cache
-                .stats()
-                .iter()
-                .find(|(name, ..)| *name == r.as_str())
-                .map_or(0, |s| s.1);
-            tracing::info!(resource = r.as_str(), objects, "cluster cache: listed");
-        }
+        WatchEvent::InitApply(o) | WatchEvent::Apply(o) => cache.apply(r, Event::Apply(o.into())),
+        WatchEvent::Delete(o) => cache.apply(r, Event::Delete(o.into())),
+        WatchEvent::InitDone => cache.apply(r, Event::RelistDone),
+    }
+    let mut w = cache.watch(r);
+    if w.failing_since.take().is_some() {
+        tracing::info!(resource = r.as_str(), "cluster cache: watch recovered");
+    }
+    if done && !w.synced {
+        w.synced = true;
+        drop(w);
+        // This resource's count (the others may not be listed yet; all are in the metrics).
+        let objects = cache
+            .stats()
+            .iter()
+            .find(|(name, ..)| *name == r.as_str())
+            .map_or(0, |s| s.1);
+        tracing::info!(resource = r.as_str(), objects, "cluster cache: listed");
     }
 }
 
