@@ -395,9 +395,29 @@ fn explain_and_audit_against_a_live_cluster() {
         r.stderr
     );
 
+    // A pod whose `matchLabelKeys` the apiserver merged into its spread selector when it
+    // stored it (as every pod of a Deployment with `pod-template-hash` there).
+    let mut spread = pod(
+        "spread-1",
+        "10m",
+        json!({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway", "matchLabelKeys": ["pod-template-hash"],
+            "labelSelector": {"matchLabels": {"app": "spread-1"}}}]}),
+    );
+    spread["metadata"]["labels"]["pod-template-hash"] = json!("abc");
+    let (code, stored) = api.create("/api/v1/namespaces/shop/pods", &spread);
+    assert_eq!(code, 201, "{stored}");
+    assert_eq!(
+        stored["spec"]["topologySpreadConstraints"][0]["labelSelector"]["matchExpressions"],
+        json!([{"key": "pod-template-hash", "operator": "In", "values": ["abc"]}]),
+        "the apiserver merges the key"
+    );
+
     // audit: the rules as check applies them, and what cannot run; objects named ns/Kind/name.
     let r = pg(&admin, &["audit", "-A", "--chunk-size", "3"]);
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    // Judged as stored: its merged key is not merged again and called a duplicate.
+    assert!(!r.stdout.contains("spread-1"), "{}", r.stdout);
     assert!(
         r.stdout
             .contains("shop/Deployment/web: error[hard-anti-affinity]")

@@ -640,6 +640,43 @@ spec:
     );
 }
 
+/// A Pod read from the API server (a uid: `kubectl get -o yaml`, or `audit`) is as stored,
+/// its `matchLabelKeys` already merged into the selector: not merged again. The same document
+/// written by hand would be merged by the apiserver, and refused.
+#[test]
+fn a_stored_pods_merged_selector_is_not_merged_again() {
+    let pod = |uid: &str| {
+        format!(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: web-1, namespace: ns, {uid}labels: {{app: web, pod-template-hash: abc}}}}
+spec:
+  containers: [{{name: c, image: x}}]
+  topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: zone
+    whenUnsatisfiable: DoNotSchedule
+    matchLabelKeys: [pod-template-hash]
+    labelSelector:
+      matchLabels: {{app: web}}
+      matchExpressions: [{{key: pod-template-hash, operator: In, values: [abc]}}]
+"#
+        )
+    };
+    for (uid, want) in [("uid: 3f1c, ", 0), ("", 1)] {
+        let mut c = Checker::new(&RuleSet::default());
+        c.check_text("p.yaml", &pod(uid));
+        let r = c.finish();
+        let duplicates = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.message.contains("exists in both matchLabelKeys"))
+            .count();
+        assert_eq!(duplicates, want, "uid {uid:?}: {:#?}", r.diagnostics);
+    }
+}
+
 /// Infinity or NaN, which JSON has no form for, is reported where it stands, not judged as an unset field
 /// (`maxSkew: .inf` read as null would be "must be greater than zero"); the next document is
 /// still checked.
