@@ -1070,6 +1070,7 @@ mod tests {
                     serde_json::json!({"metadata": {"name": name, "labels": labels}}),
                 )
                 .unwrap(),
+                false,
             )
         };
         let cluster = Cluster::new(
@@ -1184,6 +1185,7 @@ mod tests {
             crate::core::snapshot::node_of(
                 serde_json::from_value(serde_json::json!({"metadata": {"name": name, "labels": {"pool": name}}, "spec": spec}))
                     .unwrap(),
+                false,
             )
         };
         let cluster = Cluster::new(

@@ -122,18 +122,22 @@ pub fn bound_pod(
     }
 }
 
-/// A Node as the filters see it.
-pub fn node_of(obj: SlimObject) -> Node {
+/// A Node as the filters see it. `from_api`: read from the API server (a list or a watch),
+/// where a node without `status.allocatable` (its kubelet has not posted it yet) has none, as
+/// the scheduler sees it; in a dump, it is a hand-written node, whose resources are not
+/// checked.
+pub fn node_of(obj: SlimObject, from_api: bool) -> Node {
     let spec = obj.spec.unwrap_or_default();
     Node {
         name: obj.metadata.name.unwrap_or_default(),
         labels: obj.metadata.labels.unwrap_or_default(),
         taints: spec.taints.unwrap_or_default(),
         unschedulable: spec.unschedulable.unwrap_or(false),
-        allocatable: obj
-            .status
-            .and_then(|s| s.allocatable)
-            .map(|a| allocatable(&a)),
+        allocatable: match obj.status.and_then(|s| s.allocatable) {
+            Some(a) => Some(allocatable(&a)),
+            None if from_api => Some(Allocatable::default()),
+            None => None,
+        },
     }
 }
 
@@ -200,6 +204,8 @@ pub struct Builder {
     /// Whether a pod on an unknown node is an error or only counted (a live list is not atomic;
     /// `explain` and `check` read dumps leniently and note what was left out).
     lenient: bool,
+    /// Objects listed from the API server ([`node_of`]).
+    from_api: bool,
     pub counts: Counts,
 }
 
@@ -211,13 +217,21 @@ impl Builder {
         }
     }
 
+    /// For objects listed from the API server rather than read from a dump.
+    pub fn from_api(self) -> Builder {
+        Builder {
+            from_api: true,
+            ..self
+        }
+    }
+
     /// Adds one object; `kind` is used when the object does not say (items of a typed list).
     pub fn push(&mut self, obj: SlimObject, kind: Option<&str>) -> Result<(), String> {
         match kind_of(&obj, kind)? {
             None => self.counts.other_objects += 1,
             Some("Node") => {
                 self.cluster
-                    .add_node(node_of(obj))
+                    .add_node(node_of(obj, self.from_api))
                     .map_err(|e| e.to_string())?;
                 self.counts.nodes += 1;
             }

@@ -149,7 +149,7 @@ impl Store {
     }
 
     fn upsert_node(&mut self, obj: SlimObject) {
-        let node = node_of(obj);
+        let node = node_of(obj, true);
         let name = node.name.clone();
         let known = self.cluster.node_index(&name).is_some();
         let i = self.cluster.upsert_node(node);

@@ -280,7 +280,7 @@ pub async fn snapshot(
     timeout: Duration,
     progress: &mut Progress,
 ) -> Result<(Cluster, Counts), LiveError> {
-    let mut b = Builder::new(true);
+    let mut b = Builder::new(true).from_api();
     let lists = [
         ("/api/v1/nodes", "Node", "nodes", None),
         ("/api/v1/namespaces", "Namespace", "namespaces", None),

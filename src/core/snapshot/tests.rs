@@ -192,6 +192,51 @@ fn pages_of_typed_lists() {
     assert!(err.contains("line 1 column"), "{err}");
 }
 
+/// A node without `status.allocatable`: from the API server (its kubelet has not posted it) it
+/// has nothing to give, as kube-scheduler sees it ("Too many pods", then the requests that do
+/// not fit); in a dump it is hand-written, and its resources are not checked.
+#[test]
+fn a_listed_node_without_allocatable_has_none() {
+    use crate::core::filter;
+    use crate::k8s::workload::{parse_value, Kind};
+    let nodes = br#"{"kind": "NodeList", "metadata": {"continue": ""}, "items": [{"metadata": {"name": "n"}}]}"#;
+    let pod = parse_value(
+        Kind::Pod,
+        &serde_json::json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}}),
+    )
+    .unwrap();
+    for (builder, want) in [
+        (
+            Builder::new(true).from_api(),
+            vec![
+                "NodeResourcesFit: Too many pods",
+                "NodeResourcesFit: Insufficient cpu",
+            ],
+        ),
+        (Builder::new(true), vec![]),
+    ] {
+        let mut b = builder;
+        read_page(nodes, "Node", &mut b).unwrap();
+        let (c, _) = b.finish().unwrap();
+        let reasons: Vec<String> = filter::evaluate(&c, &pod, "d")[0]
+            .reasons
+            .iter()
+            .map(|r| format!("{}: {}", r.plugin, r.message))
+            .collect();
+        assert_eq!(reasons, want);
+    }
+    // The watch cache reads its nodes as listed.
+    assert_eq!(
+        node_of(
+            serde_json::from_str(r#"{"metadata": {"name": "n"}}"#).unwrap(),
+            true
+        )
+        .allocatable,
+        Some(crate::core::cluster::Allocatable::default())
+    );
+}
+
 #[test]
 fn bad_dumps_are_refused_with_the_reason_and_place() {
     let cases = [

@@ -12,7 +12,7 @@ fn node(name: &str, labels: Value, spec: Value) -> Node {
     let obj: SlimObject =
         serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "spec": spec}))
             .unwrap();
-    node_of(obj)
+    node_of(obj, false)
 }
 
 /// Two general nodes in zones a and b, a GPU node tainted for GPU pods, a cordoned node.
