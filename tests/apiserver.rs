@@ -70,6 +70,53 @@ fn node_selection_refuses_tightening_into_a_forbidden_pool() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// One cause of a refusal, as a `Status` gives it: (field, reason, message).
+type Cause = (String, String, String);
+
+/// A `Status`'s `details.causes`.
+fn causes(status: &Value) -> Vec<Cause> {
+    status["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let text = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            (text("field"), text("reason"), text("message"))
+        })
+        .collect()
+}
+
+/// The apiserver's causes for a dry run: none when it took the object (`ok`: 200 or 201), its
+/// 422's otherwise.
+fn refused_by_apiserver(what: &str, (code, answer): (u16, Value), ok: u16) -> Vec<Cause> {
+    match code {
+        c if c == ok => Vec::new(),
+        422 => causes(&answer),
+        _ => panic!("{what}: the apiserver answered {code}: {answer}"),
+    }
+}
+
+/// What `/validate` answers to a Pod request with the built-in rules, computed offline
+/// (`admission::review`) as the server computes it: whether it is allowed, and its causes.
+fn refused_by_webhook(operation: &str, object: &Value, old: Option<&Value>) -> (bool, Vec<Cause>) {
+    use placement_guard::admission::{review, Endpoint};
+    use placement_guard::rules::config::RuleSet;
+    let mut request = json!({"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"],
+        "operation": operation, "userInfo": {"username": "admin"}, "object": object});
+    if let Some(old) = old {
+        request["oldObject"] = old.clone();
+    }
+    let body = serde_json::to_vec(
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}),
+    )
+    .unwrap();
+    let reviewed = review(&body, Endpoint::Validate, &RuleSet::default()).unwrap();
+    let response: Value = serde_json::from_slice(&reviewed.body).unwrap();
+    (reviewed.allowed, causes(&response["response"]["status"]))
+}
+
 /// `Invalid value: V: detail` with V read as JSON and normalized as the apiserver prints it:
 /// kube-apiserver validates its internal types, which have no JSON tags, so a node selector
 /// term prints as `{"MatchExpressions":[{"Key":…}],"MatchFields":null}` where the API (and our
@@ -115,8 +162,6 @@ fn normalized(message: &str) -> (Option<Value>, String) {
 /// from the very objects the apiserver saw.
 #[test]
 fn mutable_directives_refuses_exactly_what_the_apiserver_refuses() {
-    use placement_guard::admission::{review, Endpoint};
-    use placement_guard::rules::config::RuleSet;
     let Some(api) = with_apiserver("mutable_directives_refuses_exactly_what_the_apiserver_refuses")
     else {
         return;
@@ -224,7 +269,6 @@ fn mutable_directives_refuses_exactly_what_the_apiserver_refuses() {
             json!({"tolerations": [toleration.clone()]}),
         ),
     ];
-    let rules = RuleSet::default();
     let mut disagreements = Vec::new();
     for (i, (what, old_fields, new_fields)) in cases.iter().enumerate() {
         let name = format!("p{i}");
@@ -267,52 +311,20 @@ fn mutable_directives_refuses_exactly_what_the_apiserver_refuses() {
                 new["spec"][k] = v.clone();
             }
         }
-        let (code, answer) = api.curl(
+        let put = api.curl(
             "PUT",
             &format!("/api/v1/namespaces/kep/pods/{name}?dryRun=All"),
             Some(("application/json", &new)),
         );
-        let theirs: Vec<(String, String, (Option<Value>, String))> = match code {
-            200 => Vec::new(),
-            422 => answer["details"]["causes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|c| {
-                    (
-                        c["field"].as_str().unwrap_or("").to_string(),
-                        c["reason"].as_str().unwrap_or("").to_string(),
-                        normalized(c["message"].as_str().unwrap_or("")),
-                    )
-                })
-                .collect(),
-            _ => panic!("{what}: the apiserver answered {code}: {answer}"),
+        let code = put.0;
+        let normalize = |c: Vec<Cause>| -> Vec<(String, String, (Option<Value>, String))> {
+            c.into_iter()
+                .map(|(field, reason, message)| (field, reason, normalized(&message)))
+                .collect()
         };
-        let body = serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "name": name, "namespace": "kep", "operation": "UPDATE",
-                "userInfo": {"username": "admin"}, "object": new, "oldObject": old}}))
-        .unwrap();
-        let reviewed = review(&body, Endpoint::Validate, &rules).unwrap();
-        let response: Value = serde_json::from_slice(&reviewed.body).unwrap();
-        let ours: Vec<(String, String, (Option<Value>, String))> = response["response"]["status"]
-            ["details"]["causes"]
-            .as_array()
-            .map(|causes| {
-                causes
-                    .iter()
-                    .map(|c| {
-                        (
-                            c["field"].as_str().unwrap_or("").to_string(),
-                            c["reason"].as_str().unwrap_or("").to_string(),
-                            normalized(c["message"].as_str().unwrap_or("")),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let theirs = normalize(refused_by_apiserver(what, put, 200));
+        let (allowed, ours) = refused_by_webhook("UPDATE", &new, Some(&old));
+        let ours = normalize(ours);
         // An ungated pod's scheduling fields are refused by the apiserver's catch-all (`spec:
         // Forbidden: pod updates may not change fields other than …` and a diff of its internal
         // types); ours names the field and why. The same refusal, the same reason, at or below
@@ -327,8 +339,7 @@ fn mutable_directives_refuses_exactly_what_the_apiserver_refuses() {
         };
         if !same {
             disagreements.push(format!(
-                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={}: {ours:?}",
-                reviewed.allowed
+                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={allowed}: {ours:?}"
             ));
         }
     }
@@ -341,8 +352,6 @@ fn mutable_directives_refuses_exactly_what_the_apiserver_refuses() {
 /// same pod.
 #[test]
 fn topology_spread_refuses_exactly_what_the_apiserver_refuses() {
-    use placement_guard::admission::{review, Endpoint};
-    use placement_guard::rules::config::RuleSet;
     let Some(api) = with_apiserver("topology_spread_refuses_exactly_what_the_apiserver_refuses")
     else {
         return;
@@ -453,22 +462,6 @@ fn topology_spread_refuses_exactly_what_the_apiserver_refuses() {
             ]),
         ),
     ];
-    let rules = RuleSet::default();
-    let causes = |v: &Value| -> Vec<(String, String, String)> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|c| {
-                        (
-                            c["field"].as_str().unwrap_or("").to_string(),
-                            c["reason"].as_str().unwrap_or("").to_string(),
-                            c["message"].as_str().unwrap_or("").to_string(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     // The apiserver reports a `matchLabelKeys` key the selector names at
     // `topologySpreadConstraints[i][j]`; we at the entry to remove, `[i].matchLabelKeys[j]`.
     let entry = |field: String| match field.strip_suffix(']').and_then(|f| f.rsplit_once("][")) {
@@ -484,15 +477,12 @@ fn topology_spread_refuses_exactly_what_the_apiserver_refuses() {
             "metadata": {"name": format!("p{i}"), "namespace": "tsc", "labels": labels},
             "spec": {"topologySpreadConstraints": constraints,
                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
-        let (code, answer) = api.create("/api/v1/namespaces/tsc/pods?dryRun=All", &pod);
-        let theirs: Vec<_> = match code {
-            201 => Vec::new(),
-            422 => causes(&answer["details"]["causes"]),
-            _ => panic!("{what}: the apiserver answered {code}: {answer}"),
-        }
-        .into_iter()
-        .map(|(field, reason, message)| (entry(field), reason, message))
-        .collect();
+        let created = api.create("/api/v1/namespaces/tsc/pods?dryRun=All", &pod);
+        let code = created.0;
+        let theirs: Vec<_> = refused_by_apiserver(what, created, 201)
+            .into_iter()
+            .map(|(field, reason, message)| (entry(field), reason, message))
+            .collect();
         // What webhooks are sent: the pod after the apiserver merged each `matchLabelKeys` key
         // the pod carries into its selector (`key In [value]`, appended), as it does on create.
         let mut pod = pod;
@@ -524,20 +514,10 @@ fn topology_spread_refuses_exactly_what_the_apiserver_refuses() {
                 }
             }
         }
-        let body = serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "name": format!("p{i}"), "namespace": "tsc", "operation": "CREATE",
-                "userInfo": {"username": "admin"}, "object": pod}}))
-        .unwrap();
-        let reviewed = review(&body, Endpoint::Validate, &rules).unwrap();
-        let response: Value = serde_json::from_slice(&reviewed.body).unwrap();
-        let ours = causes(&response["response"]["status"]["details"]["causes"]);
+        let (allowed, ours) = refused_by_webhook("CREATE", &pod, None);
         if theirs != ours {
             disagreements.push(format!(
-                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={}: {ours:?}",
-                reviewed.allowed
+                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={allowed}: {ours:?}"
             ));
         }
     }
@@ -550,8 +530,6 @@ fn topology_spread_refuses_exactly_what_the_apiserver_refuses() {
 /// node's hostname passes both.
 #[test]
 fn anti_affinity_keys_are_refused_as_the_apiserver_refuses_them() {
-    use placement_guard::admission::{review, Endpoint};
-    use placement_guard::rules::config::RuleSet;
     let Some(api) = with_apiserver("anti_affinity_keys_are_refused_as_the_apiserver_refuses_them")
     else {
         return;
@@ -573,46 +551,19 @@ fn anti_affinity_keys_are_refused_as_the_apiserver_refuses_them() {
             vec![term("-zone"), term("kubernetes.io/hostname"), term("a/b/c")],
         ),
     ];
-    let rules = RuleSet::default();
-    let causes = |v: &Value| -> Vec<(String, String, String)> {
-        v.as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| {
-                (
-                    c["field"].as_str().unwrap_or("").to_string(),
-                    c["reason"].as_str().unwrap_or("").to_string(),
-                    c["message"].as_str().unwrap_or("").to_string(),
-                )
-            })
-            .collect()
-    };
     let mut disagreements = Vec::new();
     for (i, (what, terms)) in cases.iter().enumerate() {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("p{i}"), "namespace": "aa", "labels": {"app": "db"}},
             "spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}},
                 "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
-        let (code, answer) = api.create("/api/v1/namespaces/aa/pods?dryRun=All", &pod);
-        let theirs = match code {
-            201 => Vec::new(),
-            422 => causes(&answer["details"]["causes"]),
-            _ => panic!("{what}: the apiserver answered {code}: {answer}"),
-        };
-        let body = serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "name": format!("p{i}"), "namespace": "aa", "operation": "CREATE",
-                "userInfo": {"username": "admin"}, "object": pod}}))
-        .unwrap();
-        let reviewed = review(&body, Endpoint::Validate, &rules).unwrap();
-        let response: Value = serde_json::from_slice(&reviewed.body).unwrap();
-        let ours = causes(&response["response"]["status"]["details"]["causes"]);
+        let created = api.create("/api/v1/namespaces/aa/pods?dryRun=All", &pod);
+        let code = created.0;
+        let theirs = refused_by_apiserver(what, created, 201);
+        let (allowed, ours) = refused_by_webhook("CREATE", &pod, None);
         if theirs != ours {
             disagreements.push(format!(
-                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={}: {ours:?}",
-                reviewed.allowed
+                "{what}:\n  apiserver {code}: {theirs:?}\n  webhook allowed={allowed}: {ours:?}"
             ));
         }
     }
