@@ -153,8 +153,53 @@ async fn certificate_rotation_is_served_without_a_restart_and_a_broken_pair_is_r
         "{}",
         s.stderr()
     );
+
+    // An expired pair, whole and matching, is refused too: the API server would refuse every
+    // call with it (with failurePolicy Fail, every pod in the cluster).
+    let (expired_cert, expired_key) = expired_pair();
+    let reloads = s.stderr().matches("reloaded the TLS certificate").count();
+    replace(&first.key, &expired_key);
+    replace(&first.cert, &expired_cert);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !s.stderr().contains("expired on Feb  1 00:00:00 2020 GMT") {
+        assert!(
+            Instant::now() < deadline,
+            "the expired certificate was not refused"
+        );
+        actix_rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(healthy_with(&s.base, &second.cert).await);
+    assert!(
+        s.stderr().matches("reloaded the TLS certificate").count() == reloads,
+        "{}",
+        s.stderr()
+    );
     std::fs::remove_dir_all(live).ok();
     std::fs::remove_dir_all(second_dir).ok();
+}
+
+/// A self-signed certificate that expired on 2020-02-01, and its key (PEM).
+fn expired_pair() -> (Vec<u8>, Vec<u8>) {
+    use openssl::{asn1::Asn1Time, ec, hash::MessageDigest, nid::Nid, pkey::PKey, x509};
+    let group = ec::EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+    let key = PKey::from_ec_key(ec::EcKey::generate(&group).unwrap()).unwrap();
+    let mut name = x509::X509NameBuilder::new().unwrap();
+    name.append_entry_by_nid(Nid::COMMONNAME, "localhost")
+        .unwrap();
+    let name = name.build();
+    let mut b = x509::X509::builder().unwrap();
+    b.set_subject_name(&name).unwrap();
+    b.set_issuer_name(&name).unwrap();
+    b.set_pubkey(&key).unwrap();
+    b.set_not_before(&Asn1Time::from_unix(1_577_836_800).unwrap())
+        .unwrap();
+    b.set_not_after(&Asn1Time::from_unix(1_580_515_200).unwrap())
+        .unwrap();
+    b.sign(&key, MessageDigest::sha256()).unwrap();
+    (
+        b.build().to_pem().unwrap(),
+        key.private_key_to_pem_pkcs8().unwrap(),
+    )
 }
 
 async fn statefulset_allowed(base: &str, ca: &PathBuf) -> bool {

@@ -327,6 +327,8 @@ struct Reloader {
     last_rules: Option<Vec<u8>>,
     /// Whether the files could not be read at the last tick (logged once, not every tick).
     cert_unreadable: bool,
+    /// Why the current files' certificate was refused as out of date (logged once).
+    cert_out_of_date: Option<String>,
     rules_unreadable: bool,
 }
 
@@ -372,6 +374,21 @@ impl Reloader {
     }
 
     fn load_cert(&mut self) {
+        // A pair the API server would refuse is refused here, like a broken one: with the
+        // webhooks' failurePolicy Fail, serving it would refuse every pod in the cluster.
+        if let Some((why, mends)) = tls::out_of_date(&self.cert.cert) {
+            if mends {
+                // Looked at again at the next tick, until it is valid.
+                self.last_cert = None;
+            }
+            if self.cert_out_of_date.as_ref() != Some(&why) {
+                self.state.metrics.tls_reload(false);
+                tracing::error!(error = %why, "refused a new TLS certificate: the API server would refuse every call with it; the old one keeps serving");
+                self.cert_out_of_date = Some(why);
+            }
+            return;
+        }
+        self.cert_out_of_date = None;
         match tls::acceptor(&self.cert) {
             Ok(b) => {
                 let ctx = b.build().into_context();
@@ -440,6 +457,10 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
     state
         .metrics
         .cert_expiry(tls::not_after_unix(&opts.cert.cert).ok());
+    if let Some((why, _)) = tls::out_of_date(&opts.cert.cert) {
+        // Served all the same (the server has no other); the reloader takes a renewed pair.
+        tracing::error!(error = %why, "the API server will refuse every call until the certificate is replaced");
+    }
     let app_state = state.clone();
     let mut server = HttpServer::new(move || {
         let stopping = app_state.clone();
@@ -489,6 +510,7 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
         last_cert: loaded_cert,
         last_rules: opts.rules_bytes.clone(),
         cert_unreadable: false,
+        cert_out_of_date: None,
         rules_unreadable: false,
     };
     let interval = opts.reload_interval;

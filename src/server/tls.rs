@@ -214,6 +214,39 @@ pub fn not_after_unix(cert: &Path) -> Result<i64> {
     Ok(i64::from(d.days) * 86_400 + i64::from(d.secs))
 }
 
+/// Why the API server would refuse the serving certificate in `cert` now, and whether time
+/// alone will mend it: expired, or not valid yet beyond five minutes of clock skew. `None`
+/// while it is valid (or cannot be read: [`acceptor`] says why).
+pub fn out_of_date(cert: &Path) -> Option<(String, bool)> {
+    let x = X509::from_pem(&std::fs::read(cert).ok()?).ok()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    let at = |secs: u64| Asn1Time::from_unix(i64::try_from(secs).ok()?).ok();
+    if x.not_after() < at(now)? {
+        return Some((
+            format!(
+                "the TLS certificate {} expired on {}",
+                cert.display(),
+                x.not_after()
+            ),
+            false,
+        ));
+    }
+    if x.not_before() > at(now + 300)? {
+        return Some((
+            format!(
+                "the TLS certificate {} is not valid before {}",
+                cert.display(),
+                x.not_before()
+            ),
+            true,
+        ));
+    }
+    None
+}
+
 /// An acceptor for `pair` (TLS 1.2+, Mozilla intermediate settings). Errors are one line that
 /// names the file, not OpenSSL's error stack.
 pub fn acceptor(pair: &CertPair) -> Result<SslAcceptorBuilder> {
@@ -312,6 +345,11 @@ mod tests {
 
     /// A self-signed certificate for `cn` valid for `days` more, and its key (PEM).
     fn self_signed(cn: &str, days: u32) -> (Vec<u8>, Vec<u8>) {
+        let now = Asn1Time::days_from_now(0).unwrap();
+        self_signed_between(cn, &now, &Asn1Time::days_from_now(days).unwrap())
+    }
+
+    fn self_signed_between(cn: &str, from: &Asn1Time, to: &Asn1Time) -> (Vec<u8>, Vec<u8>) {
         let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
         let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
         let mut name = X509NameBuilder::new().unwrap();
@@ -321,15 +359,57 @@ mod tests {
         b.set_subject_name(&name).unwrap();
         b.set_issuer_name(&name).unwrap();
         b.set_pubkey(&key).unwrap();
-        b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
-            .unwrap();
-        b.set_not_after(&Asn1Time::days_from_now(days).unwrap())
-            .unwrap();
+        b.set_not_before(from).unwrap();
+        b.set_not_after(to).unwrap();
         b.sign(&key, MessageDigest::sha256()).unwrap();
         (
             b.build().to_pem().unwrap(),
             key.private_key_to_pem_pkcs8().unwrap(),
         )
+    }
+
+    /// A certificate the API server would refuse now: expired for good, or not valid yet
+    /// (beyond five minutes of clock skew) until its time comes.
+    #[test]
+    fn out_of_date_says_why_and_whether_time_mends_it() {
+        let dir = std::env::temp_dir().join(format!("pg-outofdate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tls.crt");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let at = |secs: i64| Asn1Time::from_unix(secs).unwrap();
+        // (not before, not after, what is said: a part of the reason, and whether time mends it)
+        type Said = Option<(&'static str, bool)>;
+        let cases: [(i64, i64, Said); 4] = [
+            (now - 60, now + 86_400, None),
+            (now + 60, now + 86_400, None),
+            (
+                1_577_836_800,
+                1_580_515_200,
+                Some(("expired on Feb  1 00:00:00 2020 GMT", false)),
+            ),
+            (
+                now + 3_600,
+                now + 86_400,
+                Some(("is not valid before", true)),
+            ),
+        ];
+        for (from, to, want) in cases {
+            let (cert, _) = self_signed_between("webhook", &at(from), &at(to));
+            std::fs::write(&file, cert).unwrap();
+            let got = out_of_date(&file);
+            match want {
+                None => assert_eq!(got, None, "{from}..{to}"),
+                Some((text, mends)) => {
+                    let (why, m) = got.unwrap();
+                    assert!(why.contains(text), "{why}");
+                    assert_eq!(m, mends, "{why}");
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
