@@ -378,6 +378,12 @@ pub fn workloadspread(
             "--replicas must not be negative, got {replicas}"
         )));
     }
+    if replicas > i64::from(i32::MAX) {
+        return Err(ExplainError(format!(
+            "{replicas} replicas: at most {} (replicas are 32-bit in Kubernetes)",
+            i32::MAX
+        )));
+    }
     // targetFilter: Kruise manages only the pods its selector picks, and takes percentage caps
     // of the count at replicasPathList.
     let mut base = replicas;
@@ -396,7 +402,8 @@ pub fn workloadspread(
             None => {}
         }
     }
-    let dist = wsp::distribute(ws, kind == "StatefulSet", replicas, base);
+    let ordinals = (kind == "StatefulSet").then(|| wsp::Ordinals::of(w));
+    let dist = wsp::distribute(ws, ordinals.as_ref(), replicas, base);
     let namespace = w["metadata"]["namespace"]
         .as_str()
         .unwrap_or("default")

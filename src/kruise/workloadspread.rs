@@ -337,7 +337,7 @@ impl Cap {
     pub fn pods(self, replicas: i64) -> i64 {
         match self {
             Cap::Count(n) => n,
-            Cap::Percent(p) => (p * replicas + 99) / 100,
+            Cap::Percent(p) => p.saturating_mul(replicas).saturating_add(99) / 100,
         }
     }
 }
@@ -806,41 +806,121 @@ pub struct Distribution {
     pub overflow: i64,
 }
 
-/// Distributes `replicas` fresh pods. StatefulSets map by ordinal through a running threshold;
-/// other kinds fill the first subset with room, in order. Percent caps are
-/// `ceil(p × replicas / 100)` per subset; a cap of 0 never takes a pod.
-/// `base` is what percentage caps are taken of (the replicas, or targetFilter's count).
+/// The ordinals a StatefulSet's pods take, in order: from `spec.ordinals.start`, past an
+/// Advanced StatefulSet's `reserveOrdinals` (numbers, or `"a-b"` ranges), kept as ranges so
+/// that no count is ever walked one by one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Ordinals {
+    start: i64,
+    /// Reserved ordinals at or after `start`: sorted, disjoint, inclusive ranges.
+    reserved: Vec<(i64, i64)>,
+}
+
+impl Ordinals {
+    /// A StatefulSet's (either group's) ordinals; entries Kruise would refuse are passed over.
+    pub fn of(workload: &Value) -> Ordinals {
+        let spec = &workload["spec"];
+        let start = spec["ordinals"]["start"].as_i64().unwrap_or(0).max(0);
+        let mut ranges: Vec<(i64, i64)> = spec["reserveOrdinals"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| match r {
+                Value::Number(n) => n.as_i64().map(|n| (n, n)),
+                Value::String(t) => match t.split_once('-') {
+                    Some((a, b)) => Some((a.trim().parse().ok()?, b.trim().parse().ok()?)),
+                    None => t.trim().parse().ok().map(|n| (n, n)),
+                },
+                _ => None,
+            })
+            .filter(|&(a, b)| a <= b && b >= start)
+            .map(|(a, b)| (a.max(start), b))
+            .collect();
+        ranges.sort_unstable();
+        let mut reserved: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+        for (a, b) in ranges {
+            match reserved.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => reserved.push((a, b)),
+            }
+        }
+        Ordinals { start, reserved }
+    }
+
+    /// The ordinal of the last of `n` pods (`start - 1` for none).
+    fn last(&self, n: i64) -> i64 {
+        let mut last = self.start.saturating_add(n).saturating_sub(1);
+        for &(a, b) in &self.reserved {
+            if a > last {
+                break;
+            }
+            last = last.saturating_add(b - a + 1);
+        }
+        last
+    }
+
+    /// How many of the first `n` pods' ordinals lie in `[lo, hi)`.
+    fn count_in(&self, n: i64, lo: i64, hi: i64) -> i64 {
+        let (from, to) = (lo.max(self.start), hi.saturating_sub(1).min(self.last(n)));
+        if from > to {
+            return 0;
+        }
+        let reserved: i64 = self
+            .reserved
+            .iter()
+            .map(|&(a, b)| (b.min(to) - a.max(from) + 1).max(0))
+            .sum();
+        to - from + 1 - reserved
+    }
+}
+
+/// Distributes `replicas` fresh pods. A StatefulSet's (`ordinals`) go by ordinal through a
+/// running threshold, as Kruise reads each pod's ordinal from its name: the pods below the
+/// first subset's cap to it, and so on, an uncapped subset taking the rest; other kinds fill
+/// the first subset with room, in order. Percent caps are `ceil(p × base / 100)` per subset; a
+/// cap of 0 never takes a pod. `base` is what percentage caps are taken of (the replicas, or
+/// targetFilter's count). Counted per subset, never per pod.
 pub fn distribute(
     ws: &WorkloadSpread,
-    statefulset: bool,
+    ordinals: Option<&Ordinals>,
     replicas: i64,
     base: i64,
 ) -> Distribution {
     let subsets = &ws.subsets;
     let caps: Vec<Option<i64>> = subsets
         .iter()
-        .map(|s| cap_of(s).map(|c| c.pods(base)))
+        .map(|s| cap_of(s).map(|c| c.pods(base).max(0)))
         .collect();
-    let mut pods = vec![0i64; subsets.len()];
-    let mut overflow = 0;
-    for k in 0..replicas {
-        let slot = if statefulset {
-            let mut threshold: Option<i64> = Some(0);
-            caps.iter().position(|c| {
-                threshold = match (threshold, c) {
-                    (Some(t), Some(c)) => Some(t + c),
+    let mut pods = Vec::with_capacity(caps.len());
+    let overflow = match ordinals {
+        Some(o) => {
+            let mut threshold = Some(0i64);
+            for cap in &caps {
+                let lo = threshold;
+                threshold = match (threshold, cap) {
+                    (Some(t), Some(c)) => Some(t.saturating_add(*c)),
                     _ => None,
                 };
-                threshold.is_none_or(|t| k < t)
-            })
-        } else {
-            (0..subsets.len()).find(|&i| caps[i].is_none_or(|c| pods[i] < c))
-        };
-        match slot {
-            Some(i) => pods[i] += 1,
-            None => overflow += 1,
+                pods.push(match lo {
+                    Some(lo) => o.count_in(replicas, lo, threshold.unwrap_or(i64::MAX)),
+                    None => 0,
+                });
+            }
+            match threshold {
+                Some(t) => o.count_in(replicas, t, i64::MAX),
+                None => 0,
+            }
         }
-    }
+        None => {
+            let mut left = replicas;
+            for cap in &caps {
+                let take = cap.map_or(left, |c| c.min(left));
+                pods.push(take);
+                left -= take;
+            }
+            left
+        }
+    };
     Distribution {
         replicas,
         subsets: subsets

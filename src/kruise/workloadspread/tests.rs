@@ -331,8 +331,8 @@ fn shares(d: &Distribution) -> (Vec<i64>, i64) {
     (d.subsets.iter().map(|s| s.pods).collect(), d.overflow)
 }
 
-#[test]
-fn distribution_follows_kruise() {
+/// A WorkloadSpread of subsets with these caps (`null`: none).
+fn spread(caps: Vec<Value>) -> Value {
     let cap = |c: Value| {
         if c.is_null() {
             json!({"name": "s"})
@@ -340,13 +340,15 @@ fn distribution_follows_kruise() {
             json!({"name": "s", "maxReplicas": c})
         }
     };
-    let spread = |caps: Vec<Value>| {
-        ws(
-            "v1alpha1",
-            Value::Array(caps.into_iter().map(cap).collect()),
-            json!({}),
-        )
-    };
+    ws(
+        "v1alpha1",
+        Value::Array(caps.into_iter().map(cap).collect()),
+        json!({}),
+    )
+}
+
+#[test]
+fn distribution_follows_kruise() {
     // name, caps, StatefulSet, replicas, pods per subset, overflow
     type Case = (&'static str, Vec<Value>, bool, i64, Vec<i64>, i64);
     let cases: Vec<Case> = vec![
@@ -440,12 +442,99 @@ fn distribution_follows_kruise() {
         ),
     ];
     for (name, caps, sts, replicas, want, overflow) in cases {
+        let ordinals = sts.then(Ordinals::default);
         assert_eq!(
-            shares(&distribute(&typed(&spread(caps)), sts, replicas, replicas)),
+            shares(&distribute(
+                &typed(&spread(caps)),
+                ordinals.as_ref(),
+                replicas,
+                replicas
+            )),
             (want, overflow),
             "{name}"
         );
     }
+}
+
+/// Kruise reads a StatefulSet pod's subset off the ordinal in its name, against thresholds
+/// counted from 0: ordinals from `spec.ordinals.start`, or past an Advanced StatefulSet's
+/// `reserveOrdinals`, land further along the subsets. Counted, not walked: a billion replicas
+/// cost what six do.
+#[test]
+fn statefulset_ordinals_are_the_pods_names() {
+    let caps = vec![json!(2), json!(2), Value::Null];
+    let cases: [(&str, Value, i64, Vec<i64>, i64); 6] = [
+        ("from 0", json!({}), 6, vec![2, 2, 2], 0),
+        (
+            "from ordinals.start 3",
+            json!({"ordinals": {"start": 3}}),
+            6,
+            vec![0, 1, 5],
+            0,
+        ),
+        (
+            "past reserved 0 and 1",
+            json!({"reserveOrdinals": [0, 1]}),
+            6,
+            vec![0, 2, 4],
+            0,
+        ),
+        (
+            "past a reserved range",
+            json!({"reserveOrdinals": ["0-1", 3]}),
+            4,
+            vec![0, 1, 3],
+            0,
+        ),
+        (
+            "reserved among later ordinals",
+            json!({"reserveOrdinals": [1, "9-1000000"]}),
+            6,
+            vec![1, 2, 3],
+            0,
+        ),
+        (
+            "a billion",
+            json!({}),
+            1_000_000_000,
+            vec![2, 2, 999_999_996],
+            0,
+        ),
+    ];
+    for (name, spec, replicas, want, overflow) in cases {
+        let o = Ordinals::of(&json!({"spec": spec}));
+        assert_eq!(
+            shares(&distribute(
+                &typed(&spread(caps.clone())),
+                Some(&o),
+                replicas,
+                replicas
+            )),
+            (want, overflow),
+            "{name}"
+        );
+    }
+    // Every cap finite: ordinals past the last threshold get no subset.
+    let o = Ordinals::of(&json!({"spec": {"ordinals": {"start": 3}}}));
+    assert_eq!(
+        shares(&distribute(
+            &typed(&spread(vec![json!(2), json!(2)])),
+            Some(&o),
+            4,
+            4
+        )),
+        (vec![0, 1], 3)
+    );
+    let o = Ordinals::of(&json!({"spec": {}}));
+    assert_eq!(
+        shares(&distribute(
+            &typed(&spread(vec![json!(2)])),
+            Some(&o),
+            i64::from(i32::MAX),
+            1
+        )),
+        (vec![2], i64::from(i32::MAX) - 2)
+    );
 }
 
 #[test]
@@ -558,7 +647,7 @@ fn target_filters_select_pods_and_count_replicas() {
         json!({}),
     );
     assert_eq!(
-        shares(&distribute(&typed(&v), false, 10, 4)),
+        shares(&distribute(&typed(&v), None, 10, 4)),
         (vec![2, 8], 0)
     );
 }
