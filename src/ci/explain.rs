@@ -138,6 +138,54 @@ pub fn pod_from(
     Ok((t, ns))
 }
 
+/// What kube-apiserver refuses in the parts of a pod spec the filters read (node affinity
+/// terms and tolerations), in its words: the filters would read such a spec their own way.
+fn refused_placement(kind: Kind, spec: &Value) -> Vec<String> {
+    use crate::k8s::validation::{validate_term, validate_toleration};
+    use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
+    let path = kind.pod_spec_path();
+    let node = &spec["affinity"]["nodeAffinity"];
+    let node_path = path.child("affinity").child("nodeAffinity");
+    let mut errors = Vec::new();
+    let required = node_path
+        .child("requiredDuringSchedulingIgnoredDuringExecution")
+        .child("nodeSelectorTerms");
+    let terms = node["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, t)| (t, required.index(i)));
+    let preferred = node["preferredDuringSchedulingIgnoredDuringExecution"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, p)| {
+            let at = node_path
+                .child("preferredDuringSchedulingIgnoredDuringExecution")
+                .index(i)
+                .child("preference");
+            (&p["preference"], at)
+        });
+    for (t, at) in terms.chain(preferred) {
+        if let Ok(term) = serde_json::from_value::<NodeSelectorTerm>(t.clone()) {
+            errors.extend(validate_term(&term, &at));
+        }
+    }
+    for (i, t) in spec["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if let Ok(t) = serde_json::from_value::<Toleration>(t.clone()) {
+            errors.extend(validate_toleration(&t, &path.child("tolerations").index(i)));
+        }
+    }
+    errors.iter().map(ToString::to_string).collect()
+}
+
 /// What the filters did not weigh for an object of `kind` (`v` as the API server or a file
 /// holds it), each a line for the user: a pod's scheduling gates, another scheduler, volumes
 /// and claims the volume and resource plugins would judge, and, for a live Pending pod,
@@ -174,6 +222,14 @@ pub fn caveats(kind: Kind, v: &Value) -> Vec<String> {
         out.push(format!(
             "{} is {name:?}: these are kube-scheduler's filters, and kube-scheduler does not place this pod",
             kind.pod_spec_path().child("schedulerName")
+        ));
+    }
+    let refused = refused_placement(kind, spec);
+    if !refused.is_empty() {
+        out.push(format!(
+            "the API server refuses this {} as written, so no scheduler ever sees it: {}",
+            kind.display(),
+            refused.join("; ")
         ));
     }
     let mut unmodelled = Vec::new();
@@ -769,6 +825,18 @@ mod caveat_tests {
                 Kind::Deployment,
                 json!({"spec": {"template": {"spec": {"schedulingGates": [{"name": "g"}]}}}}),
                 vec![],
+            ),
+            (
+                "node affinity and tolerations the apiserver refuses, at their paths",
+                Kind::Deployment,
+                json!({"spec": {"template": {"spec": {
+                    "affinity": {"nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1", "n2"]}]}]},
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 1, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists", "values": ["a"]}]}}]}},
+                    "tolerations": [{"key": "gpu", "operator": "Exists", "value": "yes"}]}}}}),
+                vec!["the API server refuses this Deployment as written, so no scheduler ever sees it: spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values: Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector; spec.template.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'; spec.template.spec.tolerations[0].operator: Invalid value: \"yes\": value must be empty when `operator` is 'Exists'"],
             ),
         ];
         for (name, kind, v, want) in cases {
