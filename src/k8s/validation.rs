@@ -348,6 +348,14 @@ pub fn validate_toleration(t: &Toleration, path: &FieldPath) -> Vec<FieldError> 
             ));
         }
     }
+    let effect = t.effect.as_deref().unwrap_or("");
+    if t.toleration_seconds.is_some() && effect != "NoExecute" {
+        out.push(FieldError::invalid(
+            path.child("effect"),
+            json!(effect),
+            "effect must be 'NoExecute' when `tolerationSeconds` is set",
+        ));
+    }
     out
 }
 

@@ -51,17 +51,138 @@ pub struct Policy {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
     /// Namespace labels; needs the live cluster's namespaces.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::selector"
+    )]
     pub namespace_selector: Option<LabelSelector>,
     /// Node selector terms (ORed) no pod may reach.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "strict::terms"
+    )]
     pub forbidden_nodes: Vec<NodeSelectorTerm>,
     /// Node selector terms (ORed) every pod must stay inside.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "strict::terms"
+    )]
     pub required_nodes: Vec<NodeSelectorTerm>,
-    /// The tolerations pods may carry; absent: tolerations are not restricted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The tolerations pods may carry; absent: tolerations are not restricted. A
+    /// `tolerationSeconds` is the longest a pod's toleration of that kind may last.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::tolerations"
+    )]
     pub allowed_tolerations: Option<Vec<Toleration>>,
+}
+
+/// A policy's Kubernetes-typed fields, read with unknown fields refused as the rest of the rule
+/// file is: k8s-openapi's own types pass over them, and a misspelt `matchExpression` would
+/// leave an empty term, which matches no node, and so a policy that forbids nothing.
+mod strict {
+    use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Toleration};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+    use serde::{Deserialize, Deserializer};
+    use std::collections::BTreeMap;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Requirement {
+        key: String,
+        operator: String,
+        #[serde(default)]
+        values: Option<Vec<String>>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Term {
+        #[serde(default)]
+        match_expressions: Option<Vec<Requirement>>,
+        #[serde(default)]
+        match_fields: Option<Vec<Requirement>>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Tol {
+        #[serde(default)]
+        key: Option<String>,
+        #[serde(default)]
+        operator: Option<String>,
+        #[serde(default)]
+        value: Option<String>,
+        #[serde(default)]
+        effect: Option<String>,
+        #[serde(default)]
+        toleration_seconds: Option<i64>,
+    }
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Selector {
+        #[serde(default)]
+        match_labels: Option<BTreeMap<String, String>>,
+        #[serde(default)]
+        match_expressions: Option<Vec<Requirement>>,
+    }
+
+    fn node(r: Requirement) -> NodeSelectorRequirement {
+        NodeSelectorRequirement {
+            key: r.key,
+            operator: r.operator,
+            values: r.values,
+        }
+    }
+
+    pub fn terms<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<NodeSelectorTerm>, D::Error> {
+        let terms = Option::<Vec<Term>>::deserialize(d)?.unwrap_or_default();
+        Ok(terms
+            .into_iter()
+            .map(|t| NodeSelectorTerm {
+                match_expressions: t
+                    .match_expressions
+                    .map(|e| e.into_iter().map(node).collect()),
+                match_fields: t.match_fields.map(|f| f.into_iter().map(node).collect()),
+            })
+            .collect())
+    }
+
+    pub fn tolerations<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<Toleration>>, D::Error> {
+        Ok(Option::<Vec<Tol>>::deserialize(d)?.map(|ts| {
+            ts.into_iter()
+                .map(|t| Toleration {
+                    key: t.key,
+                    operator: t.operator,
+                    value: t.value,
+                    effect: t.effect,
+                    toleration_seconds: t.toleration_seconds,
+                })
+                .collect()
+        }))
+    }
+
+    pub fn selector<'de, D: Deserializer<'de>>(d: D) -> Result<Option<LabelSelector>, D::Error> {
+        Ok(Option::<Selector>::deserialize(d)?.map(|s| LabelSelector {
+            match_labels: s.match_labels,
+            match_expressions: s.match_expressions.map(|e| {
+                e.into_iter()
+                    .map(|r| LabelSelectorRequirement {
+                        key: r.key,
+                        operator: r.operator,
+                        values: r.values,
+                    })
+                    .collect()
+            }),
+        }))
+    }
 }
 
 impl Policy {
@@ -190,6 +311,15 @@ impl Rule for NodeSelectionRule {
             ] {
                 for (j, t) in terms.iter().enumerate() {
                     let tp = pp.child(field).index(j);
+                    if t.match_expressions.as_deref().unwrap_or(&[]).is_empty()
+                        && t.match_fields.as_deref().unwrap_or(&[]).is_empty()
+                    {
+                        out.push(FieldError::invalid(
+                            tp.clone(),
+                            json!({}),
+                            "a term without matchExpressions or matchFields matches no node (as in Kubernetes), so it would forbid nothing in forbiddenNodes and allow nothing in requiredNodes; give it requirements",
+                        ));
+                    }
                     out.extend(validate_term(t, &tp));
                     // Stricter than the apiserver is with pods: a Gt/Lt value that is no integer
                     // matches no node, so in a policy it would quietly disable the term.
@@ -470,6 +600,13 @@ fn is_default_toleration(t: &Toleration) -> bool {
 
 /// Whether `allowed` tolerates every taint `t` tolerates.
 pub fn covers(allowed: &Toleration, t: &Toleration) -> bool {
+    // An allowed tolerationSeconds is the longest the pod's may last; without one it lasts
+    // for ever.
+    if let Some(max) = allowed.toleration_seconds {
+        if t.toleration_seconds.is_none_or(|s| s > max) {
+            return false;
+        }
+    }
     let (ae, te) = (
         allowed.effect.as_deref().unwrap_or(""),
         t.effect.as_deref().unwrap_or(""),
@@ -518,6 +655,9 @@ fn describe_toleration(t: &Toleration) -> String {
     }
     if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty()) {
         parts.push(format!("effect: {e}"));
+    }
+    if let Some(s) = t.toleration_seconds {
+        parts.push(format!("tolerationSeconds: {s}"));
     }
     format!("{{{}}}", parts.join(", "))
 }

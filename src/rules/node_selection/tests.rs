@@ -229,7 +229,23 @@ fn covering_is_taint_set_inclusion() {
     let key_ns = t(json!({"key": "k", "operator": "Exists", "effect": "NoSchedule"}));
     let val = t(json!({"key": "k", "operator": "Equal", "value": "v"}));
     let val_ns = t(json!({"key": "k", "value": "v", "effect": "NoSchedule"}));
+    // tolerationSeconds in an allowed toleration is the longest a pod's may last.
+    let maint_60 = t(
+        json!({"key": "maint", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}),
+    );
+    let maint_30 = t(
+        json!({"key": "maint", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}),
+    );
+    let maint_long = t(
+        json!({"key": "maint", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 99999999}),
+    );
+    let maint_ever = t(json!({"key": "maint", "operator": "Exists", "effect": "NoExecute"}));
     let cases = [
+        (&maint_60, &maint_30, true),
+        (&maint_60, &maint_60, true),
+        (&maint_60, &maint_long, false),
+        (&maint_60, &maint_ever, false),
+        (&maint_ever, &maint_long, true),
         (&all, &all, true),
         (&all, &val_ns, true),
         (&key, &all, false),
@@ -381,6 +397,28 @@ fn rule_file_errors_name_the_field() {
         (
             "    - {name: a, namespaces: [x], allowedTolerations: []}\n    - {name: a, namespaces: [y], allowedTolerations: []}\n",
             "r.yaml:7:8: spec.nodeSelection.policies[1].name: Duplicate value: \"a\"",
+        ),
+        // A misspelt field inside a term or a toleration is refused, not passed over: an
+        // empty term left behind would match no node, and the policy forbid nothing.
+        (
+            "    - {name: a, namespaces: [x], forbiddenNodes: [{matchExpression: [{key: gpu, operator: Exists}]}]}\n",
+            "r.yaml:6:52: spec.nodeSelection.policies[0].forbiddenNodes[0].matchExpression: unknown field `matchExpression`, expected one of matchExpressions, matchFields",
+        ),
+        (
+            "    - {name: a, namespaces: [x], requiredNodes: [{matchExpressions: [{key: pool, operatr: Exists}]}]}\n",
+            "r.yaml:6:82: spec.nodeSelection.policies[0].requiredNodes[0].matchExpressions[0].operatr: unknown field `operatr`, expected one of key, operator, values",
+        ),
+        (
+            "    - {name: a, namespaces: [x], allowedTolerations: [{key: dedicated, operatr: Exists}]}\n",
+            "r.yaml:6:72: spec.nodeSelection.policies[0].allowedTolerations[0].operatr: unknown field `operatr`, expected one of key, operator, value, effect, tolerationSeconds",
+        ),
+        (
+            "    - {name: a, namespaces: [x], forbiddenNodes: [{}]}\n",
+            "r.yaml:6:51: spec.nodeSelection.policies[0].forbiddenNodes[0]: Invalid value: {}: a term without matchExpressions or matchFields matches no node (as in Kubernetes), so it would forbid nothing in forbiddenNodes and allow nothing in requiredNodes; give it requirements",
+        ),
+        (
+            "    - {name: a, namespaces: [x], allowedTolerations: [{key: maint, operator: Exists, effect: NoSchedule, tolerationSeconds: 60}]}\n",
+            "r.yaml:6:86: spec.nodeSelection.policies[0].allowedTolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
         ),
     ];
     for (policy, want) in cases {
