@@ -5,7 +5,8 @@
 //! values mentioned for that key the node's value equals, whether it parses as an integer, and
 //! where that integer lies between the mentioned Gt/Lt bounds. So a finite set of candidates per
 //! key (absent, each mentioned value, a fresh non-integer, and a fresh integer in each interval
-//! between bounds) contains a witness whenever one exists.
+//! between bounds, spelt with leading zeros when every integer there is mentioned) contains a
+//! witness whenever one exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -138,6 +139,7 @@ fn candidates(source: Source, lits: &[&Literal]) -> Vec<Option<String>> {
     classes.push((lo, None));
     for (lo, hi) in classes {
         let mut n = lo;
+        let mut found = false;
         for _ in 0..=mentioned.len() {
             if hi.is_some_and(|h| n > h) {
                 break;
@@ -145,12 +147,22 @@ fn candidates(source: Source, lits: &[&Literal]) -> Vec<Option<String>> {
             let s = n.to_string();
             if !mentioned.contains(&s) {
                 out.push(Some(s));
+                found = true;
                 break;
             }
             match n.checked_add(1) {
                 Some(next) => n = next,
                 None => break,
             }
+        }
+        // Every integer of the class is named (`In [1]` against `Gt 0, Lt 2`): the same
+        // integer spelt with leading zeros, which Gt and Lt read as that integer (the
+        // scheduler's ParseInt) and In and NotIn as another value.
+        if !found && hi.is_none_or(|h| lo <= h) {
+            let padded = (1..=mentioned.len() + 1)
+                .map(|k| format!("{}{lo}", "0".repeat(k)))
+                .find(|p| !mentioned.contains(p) && usable(p));
+            out.extend(padded.map(Some));
         }
     }
     out

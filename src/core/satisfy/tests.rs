@@ -52,7 +52,9 @@ fn satisfiability_of_each_pair_of_operators() {
         (&["k NotIn 1", "k Exists"], Some("{k: \"\"}")),
         (&["k NotIn 1", "k DoesNotExist"], Some("{}")),
         (&["k NotIn ", "k Exists"], Some("{k: x0}")),
-        (&["k NotIn 4", "k Gt 3", "k Lt 5"], None),
+        // NotIn compares strings, Gt and Lt integers: 04 is 4 to them, and not "4".
+        (&["k NotIn 4", "k Gt 3", "k Lt 5"], Some("{k: 04}")),
+        (&["k NotIn 4,04,004", "k Gt 3", "k Lt 5"], Some("{k: 0004}")),
         (&["k NotIn 4", "k Gt 3", "k Lt 6"], Some("{k: 5}")),
         (&["k NotIn 4", "k Gt 3"], Some("{k: 5}")),
         (&["k Exists", "k DoesNotExist"], None),
@@ -150,6 +152,22 @@ fn intersections_and_nodes_outside_a_set_of_terms() {
     );
     // An empty or invalid term selects nothing, so everything is outside it.
     assert_eq!(outside(&zone, &[None]).unwrap().to_string(), "{zone: a}");
+    // Gt and Lt read a label as an integer, leading zeros and all; In compares strings: a
+    // node labelled size=01 is between 0 and 2 and not In [1].
+    assert_eq!(
+        outside(
+            &term(&["size Gt 0", "size Lt 2"]),
+            &[Some(term(&["size In 1"]))]
+        )
+        .unwrap()
+        .to_string(),
+        "{size: 01}"
+    );
+    assert!(intersect(
+        &term(&["size In 1,01"]),
+        &term(&["size NotIn 1,01", "size Gt 0"])
+    )
+    .is_none());
 }
 
 mod property {
@@ -195,11 +213,15 @@ mod property {
     }
 
     /// Every label set over the alphabet (each key absent or one of the values, "0" and "4"
-    /// included to step past the bounds).
+    /// included to step past the bounds, "01" for an integer no In names).
     fn nodes() -> Vec<BTreeMap<String, String>> {
         let options: Vec<Option<&str>> = [None]
             .into_iter()
-            .chain(["0", "1", "2", "3", "4", "x", ""].into_iter().map(Some))
+            .chain(
+                ["0", "1", "01", "2", "3", "4", "x", ""]
+                    .into_iter()
+                    .map(Some),
+            )
             .collect();
         let mut out = Vec::new();
         for a in &options {
