@@ -312,6 +312,23 @@ pub fn validate_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldErro
     out
 }
 
+/// A list of namespace names compared exactly (`exemptNamespaces`): an entry that is no
+/// namespace name (a glob such as `team-*`, upper case) matches none, and would exempt nothing.
+pub fn validate_namespace_names(names: &[String], path: &FieldPath) -> Vec<FieldError> {
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !is_dns1123_label(n))
+        .map(|(i, n)| {
+            FieldError::invalid(
+                path.index(i),
+                json!(n),
+                "matches no namespace: this list takes namespace names, compared exactly (lowercase letters, digits and '-', at most 63), not patterns",
+            )
+        })
+        .collect()
+}
+
 /// `ValidateTolerations`.
 pub fn validate_toleration(t: &Toleration, path: &FieldPath) -> Vec<FieldError> {
     let mut out = Vec::new();

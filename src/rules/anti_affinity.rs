@@ -132,6 +132,10 @@ impl Rule for HardAntiAffinityRule {
                     crate::k8s::validation::validate_label_name(k, &at)
                 }
             })
+            .chain(crate::k8s::validation::validate_namespace_names(
+                &s.exempt_namespaces,
+                &path.child("exemptNamespaces"),
+            ))
             .collect()
     }
 }

@@ -160,10 +160,54 @@ impl RuleSet {
                 ),
             ));
         }
+        // The YAML reader takes a quoted `"no"` for false and `"3"` for 3 where the type asks
+        // for one; kubectl (and this tool's manifests) read a quoted scalar as a string.
+        let source = crate::k8s::manifest::parse(text)
+            .ok()
+            .and_then(|o| o.into_iter().next());
+        if let (Some(source), Ok(typed)) = (source, serde_json::to_value(self)) {
+            if let Some((path, v, want)) = quoted_scalar(&source.value, &typed, "") {
+                return Err(at(
+                    &FieldPath::parse(&path),
+                    format!(
+                        "Invalid value: {}: must be {want} (a quoted value is a string: write it without quotes)",
+                        serde_json::Value::String(v)
+                    ),
+                ));
+            }
+        }
         if let Some(e) = self.spec.check().into_iter().next() {
             return Err(at(&e.path, e.body()));
         }
         Ok(())
+    }
+}
+
+/// The first scalar written as a string (`source`, as the file says it) where the rule set took
+/// a boolean or a number (`typed`, as it was read): its path, its text and what is allowed.
+fn quoted_scalar(
+    source: &serde_json::Value,
+    typed: &serde_json::Value,
+    at: &str,
+) -> Option<(String, String, &'static str)> {
+    use serde_json::Value;
+    match (source, typed) {
+        (Value::String(s), Value::Bool(_)) => Some((at.to_string(), s.clone(), "true or false")),
+        (Value::String(s), Value::Number(_)) => Some((at.to_string(), s.clone(), "a number")),
+        (Value::Object(a), Value::Object(b)) => a.iter().find_map(|(k, v)| {
+            let here = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            b.get(k).and_then(|t| quoted_scalar(v, t, &here))
+        }),
+        (Value::Array(a), Value::Array(b)) => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (v, t))| quoted_scalar(v, t, &format!("{at}[{i}]"))),
+        _ => None,
     }
 }
 
@@ -334,6 +378,20 @@ mod tests {
             (
                 format!("{head}    enabled: 3\n"),
                 "r.yaml:5:14: spec.mutableDirectives.enabled: Invalid value: 3: must be true or false",
+            ),
+            // Names compared exactly: a glob there would exempt nothing.
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    exemptNamespaces: [kube-system, \"de*\"]\n".to_string(),
+                "r.yaml:5:37: spec.hardAntiAffinity.exemptNamespaces[1]: Invalid value: \"de*\": matches no namespace: this list takes namespace names, compared exactly (lowercase letters, digits and '-', at most 63), not patterns",
+            ),
+            // Quoted, a scalar is a string, as kubectl reads it: never false, nor 3.
+            (
+                format!("{head}    enabled: \"no\"\n"),
+                "r.yaml:5:5: spec.mutableDirectives.enabled: Invalid value: \"no\": must be true or false (a quoted value is a string: write it without quotes)",
+            ),
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - maxSkew: \"3\"\n        topologyKey: zone\n        whenUnsatisfiable: ScheduleAnyway\n".to_string(),
+                "r.yaml:7:9: spec.topologySpread.defaults.constraints[0].maxSkew: Invalid value: \"3\": must be a number (a quoted value is a string: write it without quotes)",
             ),
             (
                 format!("{head}    allowedUsers: alice\n"),

@@ -199,6 +199,10 @@ impl Rule for TopologySpreadRule {
                 &dp.child("selectorLabelKeys").index(i),
             ));
         }
+        out.extend(crate::k8s::validation::validate_namespace_names(
+            &d.exempt_namespaces,
+            &dp.child("exemptNamespaces"),
+        ));
         out
     }
 }
