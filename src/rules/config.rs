@@ -65,7 +65,11 @@ impl RuleSet {
             });
         }
         let mut path = String::new();
-        let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
+        // YAML 1.2's booleans only: `no` and `off` are strings to the manifest reader too (and
+        // in kubectl's YAML), so a rule file never reads them as false.
+        let mut options = serde_saphyr::Options::default();
+        options.strict_booleans = true;
+        let parsed = serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
             serde_path_to_error::deserialize(de).map_err(|e| {
                 path = e.path().to_string();
                 e.into_inner()
@@ -265,7 +269,9 @@ fn plain_message(path: &str, message: &str, value: Option<&str>) -> String {
         m if m.starts_with("multiple YAML documents detected") => {
             "a rule file is one YAML document; remove this `---` and what follows, or merge it into the first".to_string()
         }
-        "invalid boolean" => format!("Invalid value: {shown}must be true or false"),
+        "invalid boolean" | "invalid boolean (strict mode expects true/false)" => {
+            format!("Invalid value: {shown}must be true or false")
+        }
         "invalid i32" | "invalid i64" => {
             let (min, max) = if message.ends_with("32") {
                 (i64::from(i32::MIN), i64::from(i32::MAX))
@@ -384,10 +390,18 @@ mod tests {
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    exemptNamespaces: [kube-system, \"de*\"]\n".to_string(),
                 "r.yaml:5:37: spec.hardAntiAffinity.exemptNamespaces[1]: Invalid value: \"de*\": matches no namespace: this list takes namespace names, compared exactly (lowercase letters, digits and '-', at most 63), not patterns",
             ),
+            (
+                format!("{head}    enabled: no\n"),
+                "r.yaml:5:14: spec.mutableDirectives.enabled: Invalid value: no: must be true or false",
+            ),
             // Quoted, a scalar is a string, as kubectl reads it: never false, nor 3.
             (
                 format!("{head}    enabled: \"no\"\n"),
-                "r.yaml:5:5: spec.mutableDirectives.enabled: Invalid value: \"no\": must be true or false (a quoted value is a string: write it without quotes)",
+                "r.yaml:5:14: spec.mutableDirectives.enabled: Invalid value: \"no\": must be true or false",
+            ),
+            (
+                format!("{head}    enabled: \"false\"\n"),
+                "r.yaml:5:5: spec.mutableDirectives.enabled: Invalid value: \"false\": must be true or false (a quoted value is a string: write it without quotes)",
             ),
             (
                 "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  topologySpread:\n    defaults:\n      constraints:\n      - maxSkew: \"3\"\n        topologyKey: zone\n        whenUnsatisfiable: ScheduleAnyway\n".to_string(),
