@@ -172,6 +172,10 @@ pub struct Checker {
     targets: Targets,
     /// Targets were also read from a cluster dump (`--cluster`).
     with_cluster: bool,
+    /// The namespace of objects that name none (`check -n`, as `kubectl apply -n`).
+    namespace: Option<String>,
+    /// Objects judged in no namespace while node-selection policies are configured.
+    unplaced: usize,
 }
 
 impl Checker {
@@ -195,7 +199,16 @@ impl Checker {
                 sorted: true,
             },
             with_cluster: false,
+            namespace: None,
+            unplaced: 0,
         }
+    }
+
+    /// Objects that name no namespace are judged in `namespace`, where `kubectl apply -n`
+    /// would create them.
+    pub fn in_namespace(mut self, namespace: Option<String>) -> Checker {
+        self.namespace = namespace;
+        self
     }
 
     /// Registers the workloads of a cluster dump (`--cluster`) as WorkloadSpread targets; they
@@ -397,7 +410,18 @@ impl Checker {
                 return;
             }
         };
-        let namespace = template.meta.namespace.clone().unwrap_or_default();
+        let namespace = template
+            .meta
+            .namespace
+            .clone()
+            .or_else(|| self.namespace.clone())
+            .unwrap_or_default();
+        if namespace.is_empty()
+            && self.rules.spec.node_selection.enabled
+            && !self.rules.spec.node_selection.policies.is_empty()
+        {
+            self.unplaced += 1;
+        }
         // An object read from the API server (audit's, or a file of `kubectl get -o yaml`,
         // which has a uid) is as stored: a Pod's `matchLabelKeys` are already merged into its
         // spread selectors, and merging them again would call every such key a duplicate.
@@ -485,6 +509,12 @@ impl Checker {
     /// Judges the WorkloadSpreads (validation, duplicates, and the cross-checks against targets
     /// found anywhere in the input) and returns the sorted report.
     pub fn finish(mut self) -> Report {
+        if self.unplaced > 0 {
+            self.report.notes.push(format!(
+                "{} object(s) name no namespace, so no node-selection policy applied to them; pass -n NAMESPACE, the namespace `kubectl apply -n` will create them in",
+                self.unplaced
+            ));
+        }
         let spreads = std::mem::take(&mut self.spreads);
         let mut claimed: Vec<((String, String, String, String), String)> = Vec::new();
         for (file, obj) in &spreads {

@@ -247,6 +247,10 @@ pub enum Command {
         /// must not pass).
         #[arg(long)]
         allow_empty: bool,
+        /// The namespace of objects that name none, as `kubectl apply -n` (node-selection
+        /// policies and exemptNamespaces are per namespace).
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
         /// Manifest files, directories, or - for stdin.
         #[arg(required = true)]
         paths: Vec<String>,
@@ -520,6 +524,7 @@ pub fn run() -> ExitCode {
             cluster,
             exclude,
             allow_empty,
+            namespace,
             paths,
         } => {
             let rules = match load_rules(rules.as_ref()) {
@@ -533,6 +538,7 @@ pub fn run() -> ExitCode {
                 report: &report,
                 exclude: &exclude,
                 allow_empty,
+                namespace,
             })
         }
         Command::Test {
@@ -641,6 +647,7 @@ struct CheckRun<'a> {
     report: &'a ReportArgs,
     exclude: &'a [String],
     allow_empty: bool,
+    namespace: Option<String>,
 }
 
 fn run_check(run: CheckRun) -> ExitCode {
@@ -668,7 +675,7 @@ fn run_check(run: CheckRun) -> ExitCode {
         ));
     }
     let spill = Box::new(crate::cli::inputs::FileSpill::new());
-    let mut checker = Checker::with_spill(run.rules, spill);
+    let mut checker = Checker::with_spill(run.rules, spill).in_namespace(run.namespace);
     if let Some(c) = run.cluster {
         let text = match std::fs::read(c) {
             Ok(b) => match crate::cli::inputs::decode(b) {

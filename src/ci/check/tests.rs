@@ -721,3 +721,39 @@ spec:
     );
     assert_eq!(r.objects, 1, "the second pod is checked");
 }
+
+/// A manifest that names no namespace is where `kubectl apply -n` puts it: `check -n` says
+/// where, and without it no namespace's node-selection policy applies, which a note says.
+#[test]
+fn objects_without_a_namespace_are_judged_in_the_one_given() {
+    let rules = RuleSet::from_yaml(
+        "r.yaml",
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - name: off-gpu\n      namespaces: [team-a]\n      forbiddenNodes: [{matchExpressions: [{key: gpu, operator: Exists}]}]\n",
+    )
+    .unwrap();
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  nodeSelector: {gpu: \"true\"}\n  containers: [{name: c, image: x}]\n";
+    let run = |namespace: Option<&str>| {
+        let mut c = Checker::new(&rules).in_namespace(namespace.map(String::from));
+        c.check_text("p.yaml", pod);
+        let r = c.finish();
+        let rules: Vec<String> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == "node-selection")
+            .map(|d| d.rule.clone())
+            .collect();
+        (rules, r.notes)
+    };
+    assert_eq!(
+        run(None),
+        (
+            vec![],
+            vec!["1 object(s) name no namespace, so no node-selection policy applied to them; pass -n NAMESPACE, the namespace `kubectl apply -n` will create them in".to_string()]
+        )
+    );
+    assert_eq!(
+        run(Some("team-a")),
+        (vec!["node-selection".to_string()], vec![])
+    );
+    assert_eq!(run(Some("team-b")), (vec![], vec![]));
+}
