@@ -422,10 +422,10 @@ impl Checker {
         {
             self.unplaced += 1;
         }
-        // An object read from the API server (audit's, or a file of `kubectl get -o yaml`,
-        // which has a uid) is as stored: a Pod's `matchLabelKeys` are already merged into its
-        // spread selectors, and merging them again would call every such key a duplicate.
-        let stored = live.is_some() || v["metadata"]["uid"].is_string();
+        // An object read from the API server is as stored: a Pod's `matchLabelKeys` are
+        // already merged into its spread selectors, and merging them again would call every
+        // such key a duplicate.
+        let stored = live.is_some() || manifest::from_api_server(v);
         let input = Input {
             phase: Phase::Validate,
             operation: Operation::Create,

@@ -162,12 +162,9 @@ pub fn file_binding(
     if template.kind != Kind::Pod {
         return None;
     }
-    let o = objs.iter().find(|o| {
-        o.value["kind"] == "Pod"
-            && o.value["metadata"]["uid"]
-                .as_str()
-                .is_some_and(|u| !u.is_empty())
-    })?;
+    let o = objs
+        .iter()
+        .find(|o| o.value["kind"] == "Pod" && crate::k8s::manifest::from_api_server(&o.value))?;
     let name = o.value["metadata"]["name"].as_str().unwrap_or("");
     take_binding(template, name, ns, &o.value)
 }

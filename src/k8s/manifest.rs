@@ -319,6 +319,13 @@ impl Cutter {
     }
 }
 
+/// Whether an object was read from the API server (`kubectl get -o yaml`, a dump, `audit`): it
+/// has a `metadata.uid`, which only the API server assigns. Such an object is as stored, past
+/// admission (a Pod's `matchLabelKeys` merged, a live binding).
+pub fn from_api_server(v: &Value) -> bool {
+    v["metadata"]["uid"].as_str().is_some_and(|u| !u.is_empty())
+}
+
 /// The documents of a text, each with the 0-based line it starts on.
 pub fn documents(text: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
