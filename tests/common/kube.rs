@@ -86,6 +86,11 @@ pub fn with_apiserver(test: &str) -> Option<ApiServer> {
         );
         return None;
     };
+    // One start at a time in a test binary: free ports are picked by binding and releasing
+    // them, so two servers starting together could pick the same one, and the loser's etcd or
+    // apiserver never comes up (seen once: "kube-apiserver not ready after 90 s").
+    static STARTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = STARTING.lock().unwrap_or_else(|e| e.into_inner());
     Some(ApiServer::start(&bin))
 }
 
