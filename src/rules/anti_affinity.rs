@@ -157,15 +157,28 @@ pub struct Flagged {
 
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
-/// True when every namespace satisfies the selector: `{}`, or only `Exists` on the label every
-/// namespace carries.
+/// True when the selector reaches every namespace created from now on: it matches a new
+/// namespace that carries only the label every namespace has, under a name none of its
+/// requirements mention. `{}` and `Exists` on the name do, and so do selectors that only leave
+/// some namespaces out (`NotIn [kube-system]`, `DoesNotExist` on any label): spanning all
+/// namespaces but a few, they shut as many pods out as `{}`. A selector that needs a label an
+/// administrator sets, or names its namespaces, does not.
 fn selects_all_namespaces(sel: &LabelSelector) -> bool {
-    let labels_empty = sel.match_labels.as_ref().is_none_or(|m| m.is_empty());
-    let exprs = sel.match_expressions.as_deref().unwrap_or(&[]);
-    labels_empty
-        && exprs
-            .iter()
-            .all(|e| e.key == NAMESPACE_NAME_LABEL && e.operator == "Exists")
+    let mentioned = |name: &str| {
+        sel.match_labels.iter().flatten().any(|(_, v)| v == name)
+            || sel
+                .match_expressions
+                .iter()
+                .flatten()
+                .flat_map(|e| e.values.iter().flatten())
+                .any(|v| v == name)
+    };
+    let mut fresh = String::from("a-namespace-created-later");
+    while mentioned(&fresh) {
+        fresh.push('0');
+    }
+    let labels = std::collections::BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), fresh)]);
+    crate::core::labels::selector_matches(sel, &labels)
 }
 
 pub fn scope_of(term: &PodAffinityTerm) -> Scope {

@@ -148,6 +148,57 @@ fn scopes_and_defaults() {
             vec![(Action::Deny, cluster_msg("spec", 0, ZONE, "zone"))],
         ),
         (
+            "every namespace but a few (NotIn on the name) spans all namespaces: denied",
+            vec![term(
+                ZONE,
+                json!({"namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "a-namespace-created-later"]}]}}),
+            )],
+            vec![(Action::Deny, cluster_msg("spec", 0, ZONE, "zone"))],
+        ),
+        (
+            "DoesNotExist on a label new namespaces lack spans all namespaces: denied",
+            vec![term(
+                ZONE,
+                json!({"namespaceSelector": {"matchExpressions": [{"key": "no-such-label", "operator": "DoesNotExist"}]}}),
+            )],
+            vec![(Action::Deny, cluster_msg("spec", 0, ZONE, "zone"))],
+        ),
+        (
+            "NotIn on a label plus a label an administrator sets: warned",
+            vec![term(
+                ZONE,
+                json!({"namespaceSelector": {"matchExpressions": [
+                    {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]},
+                    {"key": "team", "operator": "Exists"}
+                ]}}),
+            )],
+            vec![(
+                Action::Warn,
+                ns_msg(
+                    0,
+                    ZONE,
+                    "in the namespaces its namespaceSelector selects",
+                    "zone",
+                ),
+            )],
+        ),
+        (
+            "namespaces named by the selector: warned",
+            vec![term(
+                ZONE,
+                json!({"namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["a", "b"]}]}}),
+            )],
+            vec![(
+                Action::Warn,
+                ns_msg(
+                    0,
+                    ZONE,
+                    "in the namespaces its namespaceSelector selects",
+                    "zone",
+                ),
+            )],
+        ),
+        (
             "region across all namespaces says region",
             vec![term(
                 "topology.kubernetes.io/region",
