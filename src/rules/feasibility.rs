@@ -145,11 +145,13 @@ impl Rule for FeasibilityRule {
     }
 }
 
-/// A gated pod's update that leaves it no node: Forbidden at what changed (the tolerations,
-/// when taints rejected more nodes than the selection did). The rule's action only when this
-/// update's selection took the last node away: added tolerations only widen, and a pod that had
-/// no node before is not this update's doing (denied, its ungating would never let an
-/// autoscaler see it); those are warned.
+/// A gated pod's update that leaves it no node: Forbidden at what would let it run again. That
+/// is the tolerations when some node passes every filter but a taint; else the selection (what
+/// the update changed of it, or where it stands when only tolerations changed). The rule's
+/// action only when this update's selection took the last node away (the hint then names the
+/// nodes it took and what they lack): added tolerations only widen, and a pod that had no node
+/// before is not this update's doing (denied, its ungating would never let an autoscaler see
+/// it); those are warned.
 fn tightening(
     s: &Feasibility,
     cluster: &Cluster,
@@ -157,25 +159,96 @@ fn tightening(
     new: &PodTemplate,
     changed: Changed,
 ) -> Option<(FieldError, Action)> {
-    let (summary, taints) = node_side(cluster, new, false)?;
+    let (mut summary, taints) = node_side(cluster, new, false)?;
     let path = if taints {
         new.spec_path().child("tolerations")
-    } else {
+    } else if changed.selection {
         changed.path
+    } else {
+        selection_path(new).unwrap_or(changed.path)
     };
-    let took_the_last_node =
-        changed.selection && old.is_some_and(|o| node_side(cluster, o, false).is_none());
+    let lost: Vec<usize> = match old {
+        Some(o) if changed.selection => fitting(cluster, o),
+        _ => Vec::new(),
+    };
+    if !lost.is_empty() {
+        summary.push_str(&lost_nodes(cluster, new, &lost));
+    }
     Some((
         FieldError::forbidden(
             path,
             format!("after this update no node can run the pod: {summary}"),
         ),
-        if took_the_last_node {
-            s.action
-        } else {
+        if lost.is_empty() {
             Action::Warn
+        } else {
+            s.action
         },
     ))
+}
+
+/// Where a pod's selection stands: its nodeSelector, else its required node affinity.
+fn selection_path(pod: &PodTemplate) -> Option<FieldPath> {
+    let spec = pod.spec_path();
+    if pod
+        .spec
+        .node_selector
+        .as_ref()
+        .is_some_and(|m| !m.is_empty())
+    {
+        Some(spec.child("nodeSelector"))
+    } else if pod.spec.required_node_selector_terms().is_some() {
+        Some(
+            spec.child("affinity")
+                .child("nodeAffinity")
+                .child("requiredDuringSchedulingIgnoredDuringExecution"),
+        )
+    } else {
+        None
+    }
+}
+
+/// The nodes whose node-side filters `pod` passes.
+fn fitting(cluster: &Cluster, pod: &PodTemplate) -> Vec<usize> {
+    let added = pod.added_tolerations();
+    let tolerations = [pod.spec.tolerations(), &added[..]].concat();
+    let side = NodeSide::with_tolerations(&pod.spec, &tolerations);
+    side.evaluate(cluster)
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.feasible)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The nodes the pod could run on before the update, and the requirement of its new selection
+/// most of them lack: what took the last node away.
+fn lost_nodes(cluster: &Cluster, new: &PodTemplate, lost: &[usize]) -> String {
+    const SHOWN: usize = 3;
+    let mut names: Vec<&str> = lost
+        .iter()
+        .take(SHOWN)
+        .map(|&i| cluster.nodes[i].name.as_str())
+        .collect();
+    let more = lost.len().saturating_sub(SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    names.sort_unstable();
+    let mut text = format!(
+        " This update took away the last node(s) that could run it: {}{more}",
+        names.join(", ")
+    );
+    let side = NodeSide::new(&new.spec);
+    match side.most_missed_among(cluster, lost) {
+        Some((req, 1)) if lost.len() == 1 => text.push_str(&format!(", which lacks {req}.")),
+        Some((req, n)) if n == lost.len() => text.push_str(&format!(", which lack {req}.")),
+        Some((req, n)) => text.push_str(&format!("; {n} of them lack {req}.")),
+        None => text.push('.'),
+    }
+    text
 }
 
 /// What a gated pod's update changed of its node-side directives.
@@ -257,9 +330,11 @@ fn node_side(cluster: &Cluster, pod: &PodTemplate, without_taints: bool) -> Opti
         return None;
     }
     let results = side.evaluate(cluster);
-    let by_taint = first_rejected_by(&results, TAINT_TOLERATION);
-    let by_selection = first_rejected_by(&results, filter::NODE_AFFINITY);
-    Some((explained(cluster, &side, &results), by_taint > by_selection))
+    // Tolerating a taint is the way out only where the taint is all that refuses a node.
+    let taints_only = results
+        .iter()
+        .any(|r| !r.reasons.is_empty() && r.reasons.iter().all(|x| x.plugin == TAINT_TOLERATION));
+    Some((explained(cluster, &side, &results), taints_only))
 }
 
 /// How many nodes `plugin` rejected first.
@@ -291,12 +366,19 @@ fn explained(cluster: &Cluster, side: &NodeSide, results: &[NodeResult]) -> Stri
     text
 }
 
-/// The untolerated taints behind the rejections, most frequent first (the scheduler only logs
-/// them; a user needs them to write the toleration).
+/// The untolerated taints behind the rejections of nodes the pod could otherwise reach, most
+/// frequent first (the scheduler only logs them; a user needs them to write the toleration).
 fn taints(results: &[NodeResult]) -> Option<String> {
     let mut counts: Vec<(&str, usize)> = Vec::new();
+    // Taints of nodes the selection refuses, or that are cordoned, are no way out.
+    let reachable = |r: &&NodeResult| {
+        !r.reasons
+            .iter()
+            .any(|x| x.plugin == filter::NODE_AFFINITY || x.plugin == filter::NODE_UNSCHEDULABLE)
+    };
     for d in results
         .iter()
+        .filter(reachable)
         .flat_map(|r| &r.reasons)
         .filter(|r| r.plugin == TAINT_TOLERATION)
         .filter_map(|r| r.detail.as_deref())

@@ -270,6 +270,11 @@ impl<'a> NodeSide<'a> {
     pub fn most_missed(&self, cluster: &Cluster) -> Option<(String, usize)> {
         self.affinity.most_missed(cluster)
     }
+
+    /// The requirement most of the nodes `among` (indexes into `cluster.nodes`) miss.
+    pub fn most_missed_among(&self, cluster: &Cluster, among: &[usize]) -> Option<(String, usize)> {
+        self.affinity.most_missed_among(cluster, among)
+    }
 }
 
 /// Every plugin's state for the incoming pod.

@@ -81,6 +81,16 @@ impl NodeAffinity {
 
     /// The requirement (nodeSelector entry or required term's) that the most nodes fail.
     pub(super) fn most_missed(&self, cluster: &Cluster) -> Option<(String, usize)> {
+        let all: Vec<usize> = (0..cluster.nodes.len()).collect();
+        self.most_missed_among(cluster, &all)
+    }
+
+    /// [`Self::most_missed`] counted over the nodes `among` only.
+    pub(super) fn most_missed_among(
+        &self,
+        cluster: &Cluster,
+        among: &[usize],
+    ) -> Option<(String, usize)> {
         let reqs = self.selector.requirements.iter().chain(
             self.required
                 .iter()
@@ -93,9 +103,9 @@ impl NodeAffinity {
             let single = Term {
                 requirements: vec![r.clone()],
             };
-            let missed = cluster
-                .nodes
+            let missed = among
                 .iter()
+                .filter_map(|&i| cluster.nodes.get(i))
                 .filter(|n| !single.matches_node(&n.labels, &n.name))
                 .count();
             if missed > best.as_ref().map_or(0, |b| b.1) {
