@@ -515,6 +515,74 @@ fn test_command_shows_a_diff_when_a_rule_file_changes_verdicts() {
     std::fs::remove_dir_all(suite).ok();
 }
 
+/// A link back up a suite tree is a loop: each suite runs once, and two such links do not
+/// make the walk exponential. An AdmissionReview written as YAML is sent as a review; a file
+/// that judges nothing fails as no case instead of passing for ever with an empty snapshot.
+#[test]
+fn test_command_runs_each_suite_once_and_refuses_files_that_are_no_case() {
+    let root = temp_dir("suite-loops");
+    let suite = root.join("pol");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(
+        suite.join("rules.yaml"),
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec: {}\n",
+    )
+    .unwrap();
+    let review = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/admission-reviews/pod-create-denied.validate.json"
+    ))
+    .unwrap();
+    let value: serde_json::Value = serde_json::from_str(&review).unwrap();
+    std::fs::write(
+        suite.join("denied.validate.yaml"),
+        serde_saphyr::to_string(&value).unwrap(),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("..", suite.join("up")).unwrap();
+    std::os::unix::fs::symlink("..", suite.join("up2")).unwrap();
+    let r = run(&["test", "--update", root.to_str().unwrap()], None);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .ends_with("1 snapshot(s) written\n1 passed, 0 failed\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr
+            .contains("up (a link to a directory walked already"),
+        "{}",
+        r.stderr
+    );
+    let snap = std::fs::read_to_string(suite.join("denied.validate.yaml.expected.yaml")).unwrap();
+    assert!(snap.contains("allowed: false\n"), "{snap}");
+    assert!(snap.contains("endpoint: validate\n"), "{snap}");
+    // Neither an object no rule judges nor an empty one is a case.
+    std::fs::write(
+        suite.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    )
+    .unwrap();
+    std::fs::write(suite.join("empty.yaml"), "{}\n").unwrap();
+    let r = run(&["test", "--update", root.to_str().unwrap()], None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains(
+            "cm.yaml: not a case: none of its objects is a Pod, a workload or a WorkloadSpread"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("empty.yaml: not a case: no objects\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(!suite.join("cm.yaml.expected.yaml").exists());
+    std::fs::remove_dir_all(root).ok();
+}
+
 #[test]
 fn explain_prints_the_schedulers_verdict() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/explain");

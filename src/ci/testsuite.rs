@@ -1,7 +1,8 @@
 //! `placement-guard test`: rule files tested like code. A suite is a folder holding `rules.yaml`
-//! and cases: AdmissionReviews (`*.json` with `"kind": "AdmissionReview"`; sent to /mutate when
-//! the name contains `.mutate.`, else to /validate) or manifests (checked as CREATE). Each case's
-//! outcome is snapshotted by the tool in `<case>.expected.yaml` beside it.
+//! and cases: AdmissionReviews (`kind: AdmissionReview`, JSON or YAML, alone in their file; sent
+//! to /mutate when the name contains `.mutate.`, else to /validate) or manifests (checked as
+//! CREATE; a file with no Pod, workload or WorkloadSpread fails as no case). Each case's outcome
+//! is snapshotted by the tool in `<case>.expected.yaml` beside it.
 
 use std::path::{Path, PathBuf};
 
@@ -16,9 +17,26 @@ use crate::rules::{self, Context, Input, Operation, Phase, RuleSet, Subject, Use
 pub const RULES_FILE: &str = "rules.yaml";
 pub const SNAPSHOT_SUFFIX: &str = ".expected.yaml";
 
-/// Finds suites (folders with a `rules.yaml`) under `roots`, in a stable order.
-pub fn find_suites(roots: &[PathBuf]) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Finds suites (folders with a `rules.yaml`) under `roots`, in a stable order, and the
+/// directories left out: links are followed, each real directory is walked once (a link back
+/// up, or a second link to one already walked, would run its suites again, or for ever), and
+/// hidden directories (`.git`) are passed over, as `check` passes them.
+pub fn find_suites(roots: &[PathBuf]) -> (Vec<PathBuf>, Vec<crate::cli::inputs::Skipped>) {
+    use crate::cli::inputs::Skipped;
+    use std::collections::HashSet;
+    fn walk(
+        dir: &Path,
+        seen: &mut HashSet<PathBuf>,
+        out: &mut Vec<PathBuf>,
+        skipped: &mut Vec<Skipped>,
+    ) {
+        if std::fs::canonicalize(dir).is_ok_and(|real| !seen.insert(real)) {
+            skipped.push(Skipped {
+                path: dir.to_path_buf(),
+                why: "a link to a directory walked already (a file system loop, or a second way to one)",
+            });
+            return;
+        }
         if dir.join(RULES_FILE).is_file() {
             out.push(dir.to_path_buf());
         }
@@ -28,17 +46,21 @@ pub fn find_suites(roots: &[PathBuf]) -> Vec<PathBuf> {
         let mut subdirs: Vec<PathBuf> = rd
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.is_dir())
+            .filter(|p| {
+                !p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
             .collect();
         subdirs.sort();
         for d in subdirs {
-            walk(&d, out);
+            walk(&d, seen, out, skipped);
         }
     }
-    let mut out = Vec::new();
+    let (mut out, mut skipped, mut seen) = (Vec::new(), Vec::new(), HashSet::new());
     for r in roots {
-        walk(r, &mut out);
+        walk(r, &mut seen, &mut out, &mut skipped);
     }
-    out
+    (out, skipped)
 }
 
 /// The case files of a suite.
@@ -97,15 +119,27 @@ fn is_admission_review(name: &str, text: &str) -> bool {
             .is_some_and(|v| v["kind"] == "AdmissionReview")
 }
 
-/// The outcome of one case, as the YAML text of its snapshot.
-pub fn outcome(name: &str, text: &str, rules: &RuleSet) -> String {
+/// The outcome of one case, as the YAML text of its snapshot; an error for a file that is no
+/// case (whose snapshot would pass for ever without judging anything).
+pub fn outcome(name: &str, text: &str, rules: &RuleSet) -> Result<String, String> {
     let v = if is_admission_review(name, text) {
         review_outcome(name, text, rules)
+    } else if let Some(review) = yaml_review(text) {
+        // An AdmissionReview written as YAML: sent as the apiserver would send it, as JSON.
+        review_outcome(name, &review, rules)
     } else {
-        manifest_outcome(name, text, rules)
+        manifest_outcome(name, text, rules)?
     };
     let body = serde_saphyr::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"));
-    format!("# placement-guard test snapshot of {name}; rewrite with `placement-guard test --update`\n{body}")
+    Ok(format!("# placement-guard test snapshot of {name}; rewrite with `placement-guard test --update`\n{body}"))
+}
+
+/// The JSON text of a YAML file that is one AdmissionReview.
+fn yaml_review(text: &str) -> Option<String> {
+    match manifest::parse(text).ok()?.as_slice() {
+        [one] if one.value["kind"] == "AdmissionReview" => serde_json::to_string(&one.value).ok(),
+        _ => None,
+    }
 }
 
 fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
@@ -150,10 +184,17 @@ fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
     }
 }
 
-fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
+fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Result<Value, String> {
     let mut checker = Checker::new(rules);
     checker.check_text(name, text);
     let report = checker.finish();
+    if report.objects == 0 && report.diagnostics.is_empty() {
+        return Err(if report.skipped > 0 {
+            "not a case: none of its objects is a Pod, a workload or a WorkloadSpread, which the rules judge (an AdmissionReview is a case alone in its file)".to_string()
+        } else {
+            "not a case: no objects".to_string()
+        });
+    }
     let findings: Vec<Value> = report
         .diagnostics
         .iter()
@@ -224,7 +265,7 @@ fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
     if !patched.is_empty() {
         out["patched"] = Value::Array(patched);
     }
-    out
+    Ok(out)
 }
 
 /// One case's result.
@@ -249,7 +290,7 @@ pub fn run_case(
         .and_then(|b| crate::cli::inputs::decode(b).map_err(|e| format!("{display}: {e}")))?;
     // Snapshots name the case by file name only, so they do not depend on where the suite lives.
     let name = case.file_name().and_then(|n| n.to_str()).unwrap_or(display);
-    let actual = outcome(name, &text, rules);
+    let actual = outcome(name, &text, rules)?;
     let snap = snapshot_path(case);
     let expected = std::fs::read_to_string(&snap).ok();
     if expected.as_deref() == Some(actual.as_str()) {

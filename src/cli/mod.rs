@@ -830,7 +830,10 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
     if let Some(d) = dirs.iter().find(|d| !d.exists()) {
         return fail(format!("{}: no such file or directory", d.display()));
     }
-    let suites = testsuite::find_suites(dirs);
+    let (suites, skipped) = testsuite::find_suites(dirs);
+    for s in &skipped {
+        eprintln!("placement-guard: skipped {} ({})", s.path.display(), s.why);
+    }
     if suites.is_empty() {
         let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         return fail(format!(
