@@ -142,12 +142,16 @@ fn take_binding(
     if matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
         return None;
     }
+    // As the cluster counted it: with what its containers hold (a resize under way).
+    let status: Option<crate::core::snapshot::SlimStatus> =
+        serde_json::from_value(v["status"].clone()).ok();
     let pod = bound_pod(
         name.to_string(),
         ns.to_string(),
         template.template_meta().labels().clone(),
         !v["metadata"]["deletionTimestamp"].is_null(),
         &template.spec,
+        status.as_ref(),
     );
     Some((node, pod))
 }

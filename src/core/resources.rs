@@ -189,20 +189,53 @@ fn container_requests(c: &Container) -> Resources {
     r
 }
 
-/// `resourcehelper.PodRequests` without non-zero defaults, as NodeResourcesFit's filter uses it:
-/// regular containers and sidecars (restartable init containers) run together; each other init
-/// container runs alone beside the sidecars started before it; the pod needs the larger of the
-/// two. Pod-level requests (`spec.resources`) replace the containers' sum for the resources they
-/// set (cpu, memory, hugepages); the overhead comes on top.
-pub fn pod_requests(spec: &PodSpec) -> Resources {
+/// What a bound pod's status says of its containers' resources (`status.containerStatuses`
+/// and `initContainerStatuses`): the kubelet's `allocatedResources` and what it has actuated
+/// (`resources.requests`), which differ from the spec while an in-place resize is under way.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerHeld {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub allocated_resources: Option<BTreeMap<String, Quantity>>,
+    #[serde(default)]
+    pub resources: Option<HeldRequests>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+pub struct HeldRequests {
+    #[serde(default)]
+    pub requests: Option<BTreeMap<String, Quantity>>,
+}
+
+/// A bound pod's status as the scheduler reads it for its requests.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Held<'a> {
+    pub containers: &'a [ContainerHeld],
+    /// The `PodResizePending` condition says `Infeasible`: the spec is not what the pod holds.
+    pub resize_infeasible: bool,
+}
+
+impl Held<'_> {
+    fn of(&self, name: &str) -> Option<&ContainerHeld> {
+        self.containers.iter().find(|c| c.name == name)
+    }
+}
+
+/// The containers' part of `resourcehelper.PodRequests`, each container's resources given by
+/// `each`: regular containers and sidecars (restartable init containers) run together; each
+/// other init container runs alone beside the sidecars started before it; the pod needs the
+/// larger of the two.
+fn aggregate(spec: &PodSpec, each: impl Fn(&Container) -> Resources) -> Resources {
     let mut reqs = Resources::default();
     for c in &spec.containers {
-        reqs.add(&container_requests(c));
+        reqs.add(&each(c));
     }
     let mut sidecars = Resources::default();
     let mut init_max = Resources::default();
     for c in &spec.init_containers {
-        let mut r = container_requests(c);
+        let mut r = each(c);
         if c.restart_policy.as_deref() == Some("Always") {
             reqs.add(&r);
             sidecars.add(&r);
@@ -213,6 +246,55 @@ pub fn pod_requests(spec: &PodSpec) -> Resources {
         init_max.max(&r);
     }
     reqs.max(&init_max);
+    reqs
+}
+
+/// `resourcehelper.PodRequests` without non-zero defaults, as NodeResourcesFit's filter uses it,
+/// for a pod with no status (one to be placed). Pod-level requests (`spec.resources`) replace
+/// the containers' sum for the resources they set (cpu, memory, hugepages); the overhead comes
+/// on top.
+pub fn pod_requests(spec: &PodSpec) -> Resources {
+    pod_requests_held(spec, Held::default())
+}
+
+/// [`pod_requests`] of a bound pod with `UseStatusResources`, as the scheduler counts what a
+/// node has given out since in-place resize (GA in v1.35): per resource the largest of what the
+/// spec asks, what the kubelet allocated and what it actuated, so a pod being resized down
+/// holds its old size until the kubelet has shrunk it; with a resize found infeasible, only
+/// what it holds.
+pub fn pod_requests_held(spec: &PodSpec, held: Held) -> Resources {
+    let mut reqs = if held.containers.is_empty() && !held.resize_infeasible {
+        aggregate(spec, container_requests)
+    } else {
+        let infeasible = held.resize_infeasible;
+        let fallback = |c: &Container| {
+            if infeasible {
+                Resources::default()
+            } else {
+                container_requests(c)
+            }
+        };
+        let allocated = |c: &Container| match held
+            .of(c.name.as_deref().unwrap_or_default())
+            .and_then(|h| h.allocated_resources.as_ref())
+        {
+            Some(list) => Resources::from_list(list),
+            None => fallback(c),
+        };
+        let actuated = |c: &Container| {
+            let h = held.of(c.name.as_deref().unwrap_or_default());
+            match h.and_then(|h| h.resources.as_ref()?.requests.as_ref()) {
+                Some(list) => Resources::from_list(list),
+                None => allocated(c),
+            }
+        };
+        let mut reqs = aggregate(spec, actuated);
+        reqs.max(&aggregate(spec, allocated));
+        if !infeasible {
+            reqs.max(&aggregate(spec, container_requests));
+        }
+        reqs
+    };
     if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
         for (name, q) in pod_level {
             if name == CPU || name == MEMORY || name.starts_with("hugepages-") {
@@ -329,6 +411,76 @@ mod tests {
             }),
             restart_policy: sidecar.then(|| "Always".to_string()),
             ..Default::default()
+        }
+    }
+
+    /// Cases from component-helpers' TestPodRequests with `UseStatusResources`: a bound pod
+    /// counts, per resource, the largest of its spec, what the kubelet allocated and what it
+    /// actuated; with a resize found infeasible, only what it holds.
+    #[test]
+    fn a_bound_pod_counts_what_its_containers_hold_during_a_resize() {
+        let named = |name: &str, cpu: &str, sidecar: bool| Container {
+            name: Some(name.to_string()),
+            ..container(&[("cpu", cpu)], &[], sidecar)
+        };
+        let held = |name: &str, allocated: Option<&str>, actuated: Option<&str>| ContainerHeld {
+            name: name.to_string(),
+            allocated_resources: allocated
+                .map(|q| BTreeMap::from([("cpu".to_string(), Quantity(q.to_string()))])),
+            resources: actuated.map(|q| HeldRequests {
+                requests: Some(BTreeMap::from([(
+                    "cpu".to_string(),
+                    Quantity(q.to_string()),
+                )])),
+            }),
+        };
+        let spec = PodSpec {
+            containers: vec![named("a", "1", false), named("b", "500m", false)],
+            init_containers: vec![named("side", "100m", true)],
+            ..Default::default()
+        };
+        let cases: Vec<(&str, Vec<ContainerHeld>, bool, i64)> = vec![
+            ("no status: the spec", vec![], false, 1600),
+            (
+                "resized down, not actuated yet: what is allocated",
+                vec![held("a", Some("1800m"), Some("1800m"))],
+                false,
+                2400,
+            ),
+            (
+                "allocated down, still actuated up: what is actuated",
+                vec![held("a", Some("1"), Some("1500m"))],
+                false,
+                2100,
+            ),
+            (
+                "resized up, not allocated yet: the spec",
+                vec![held("a", Some("200m"), Some("200m"))],
+                false,
+                1600,
+            ),
+            (
+                "a sidecar's status counts like a container's",
+                vec![held("side", Some("700m"), None)],
+                false,
+                2200,
+            ),
+            (
+                "an infeasible resize: only what is held, the spec of a container without status",
+                vec![held("a", Some("200m"), Some("200m"))],
+                true,
+                200,
+            ),
+        ];
+        for (name, containers, infeasible, want) in cases {
+            let got = pod_requests_held(
+                &spec,
+                Held {
+                    containers: &containers,
+                    resize_infeasible: infeasible,
+                },
+            );
+            assert_eq!(got.milli_cpu, want, "{name}");
         }
     }
 

@@ -14,7 +14,9 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde::Deserialize;
 
 use super::cluster::{Allocatable, BoundPod, Cluster, ClusterError, Node, PodUsage};
-use super::resources::{host_ports, pod_requests, scaled, Resources, PODS};
+use super::resources::{
+    host_ports, pod_requests_held, scaled, ContainerHeld, Held, Resources, PODS,
+};
 use crate::k8s::model::{Container, PodSpec};
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -59,6 +61,42 @@ pub struct SlimStatus {
     pub phase: Option<String>,
     #[serde(default)]
     pub allocatable: Option<BTreeMap<String, Quantity>>,
+    /// A pod's containers' resources as the kubelet holds them (in-place resize).
+    #[serde(default)]
+    pub container_statuses: Option<Vec<ContainerHeld>>,
+    #[serde(default)]
+    pub init_container_statuses: Option<Vec<ContainerHeld>>,
+    #[serde(default)]
+    pub conditions: Option<Vec<SlimCondition>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct SlimCondition {
+    #[serde(default, rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl SlimStatus {
+    /// What the pod's containers hold, for [`pod_requests_held`]: both lists of statuses (their
+    /// names are unique across a pod's containers), and whether a resize was found infeasible.
+    pub fn held(&self) -> (Vec<ContainerHeld>, bool) {
+        let containers = self
+            .container_statuses
+            .iter()
+            .chain(&self.init_container_statuses)
+            .flatten()
+            .filter(|c| c.allocated_resources.is_some() || c.resources.is_some())
+            .cloned()
+            .collect();
+        let infeasible = self
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.kind == "PodResizePending" && c.reason.as_deref() == Some("Infeasible"));
+        (containers, infeasible)
+    }
 }
 
 /// A Node, Pod or Namespace, as far as the snapshot reads it. The `spec` and `status` of
@@ -105,20 +143,26 @@ pub fn allocatable(list: &BTreeMap<String, Quantity>) -> Allocatable {
     }
 }
 
-/// What a bound pod contributes to its node.
+/// What a bound pod contributes to its node; `status` for what its containers hold.
 pub fn bound_pod(
     name: String,
     namespace: String,
     labels: BTreeMap<String, String>,
     terminating: bool,
     spec: &PodSpec,
+    status: Option<&SlimStatus>,
 ) -> BoundPod {
+    let (containers, resize_infeasible) = status.map(SlimStatus::held).unwrap_or_default();
+    let held = Held {
+        containers: &containers,
+        resize_infeasible,
+    };
     BoundPod {
         name,
         namespace,
         labels,
         terminating,
-        usage: pod_usage(spec),
+        usage: pod_usage_held(spec, held),
     }
 }
 
@@ -162,7 +206,7 @@ pub fn bound_of(obj: SlimObject) -> Option<(String, BoundPod)> {
     } = obj;
     let spec = spec.unwrap_or_default();
     let finished = matches!(
-        status.and_then(|s| s.phase).as_deref(),
+        status.as_ref().and_then(|s| s.phase.as_deref()),
         Some("Succeeded" | "Failed")
     );
     let node = match spec.node_name {
@@ -183,15 +227,20 @@ pub fn bound_of(obj: SlimObject) -> Option<(String, BoundPod)> {
         metadata.labels.unwrap_or_default(),
         metadata.deletion_timestamp.is_some(),
         &pod_spec,
+        status.as_ref(),
     );
     Some((node, pod))
 }
 
-/// What a pod takes of the node it is bound to.
+/// What a pod takes of the node it is bound to, by its spec alone.
 pub fn pod_usage(spec: &PodSpec) -> PodUsage {
+    pod_usage_held(spec, Held::default())
+}
+
+fn pod_usage_held(spec: &PodSpec, held: Held) -> PodUsage {
     PodUsage {
         anti_affinity: spec.required_pod_anti_affinity().to_vec(),
-        requests: pod_requests(spec),
+        requests: pod_requests_held(spec, held),
         host_ports: host_ports(spec),
     }
 }

@@ -171,6 +171,9 @@ pub struct PodSpec {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Container {
+    /// To find its status (what a bound pod's container holds during an in-place resize).
+    #[serde(default)]
+    pub name: Option<String>,
     #[serde(default)]
     pub resources: Option<ResourceRequirements>,
     #[serde(default, deserialize_with = "null_as_default")]

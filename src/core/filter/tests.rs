@@ -1049,6 +1049,7 @@ fn fit_cluster(pods: i64, existing: Option<Value>) -> Cluster {
                 BTreeMap::new(),
                 false,
                 &t.spec,
+                None,
             );
             vec![("n", b)]
         })
@@ -1331,6 +1332,7 @@ fn node_ports() {
             BTreeMap::new(),
             false,
             &t.spec,
+            None,
         );
         let c = cluster(vec![node("n", &[])], vec![("n", b)]);
         let r = reasons_on(&c, &pod(json!({}), incoming));

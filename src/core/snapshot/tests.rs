@@ -152,7 +152,7 @@ fn a_pod_can_be_taken_off_its_node_again() {
         ..Default::default()
     };
     let labels: BTreeMap<String, String> = [("app".to_string(), "web".to_string())].into();
-    let pod = bound_pod("web-2".into(), "web".into(), labels, false, &spec);
+    let pod = bound_pod("web-2".into(), "web".into(), labels, false, &spec, None);
     // Not on n2 (its pods have other labels): nothing is taken there.
     let n2 = c.node_index("n2").unwrap();
     let before = (c.usage[n2].pods, c.groups_by_node[n2].clone());
@@ -524,4 +524,37 @@ fn spec_before_kind_is_read_by_the_kind() {
     )
     .unwrap_err();
     assert!(err.contains("spec: invalid type: integer `3`"), "{err}");
+}
+
+/// A pod being resized down in place holds its old size on its node until the kubelet has
+/// shrunk it (kube-scheduler counts `status.containerStatuses[].allocatedResources` and
+/// `resources`), and a resize found infeasible counts only what is held. Found by a user whose
+/// `explain` said a node fits that kube-scheduler called `Insufficient cpu`.
+#[test]
+fn a_pod_resized_in_place_counts_what_it_holds() {
+    let dump = |status: &str| {
+        format!(
+            r#"{{"kind": "List", "items": [
+  {{"kind": "Node", "metadata": {{"name": "n1"}}, "status": {{"allocatable": {{"cpu": "2", "pods": "10"}}}}}},
+  {{"kind": "Pod", "metadata": {{"name": "e1", "namespace": "d"}}, "spec": {{"nodeName": "n1",
+    "containers": [{{"name": "app", "resources": {{"requests": {{"cpu": "1"}}}}}}, {{"name": "log", "resources": {{"requests": {{"cpu": "100m"}}}}}}]}},
+   "status": {status}}}
+]}}"#
+        )
+    };
+    let cases = [
+        (r#"{"phase": "Running"}"#, 1100),
+        (
+            r#"{"containerStatuses": [{"name": "app", "allocatedResources": {"cpu": "1800m"}, "resources": {"requests": {"cpu": "1800m"}}}]}"#,
+            1900,
+        ),
+        (
+            r#"{"conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}], "containerStatuses": [{"name": "app", "allocatedResources": {"cpu": "500m"}}, {"name": "log", "allocatedResources": {"cpu": "100m"}}]}"#,
+            600,
+        ),
+    ];
+    for (status, want) in cases {
+        let (c, _) = read_dump(dump(status).as_bytes(), false).unwrap();
+        assert_eq!(c.usage[0].requested.milli_cpu, want, "{status}");
+    }
 }

@@ -659,6 +659,10 @@ fn container(de: &mut Deserializer) -> Result<Container, Error> {
                 seen.first(2)?;
                 c.restart_policy = de.read_opt_string()?;
             }
+            "name" => {
+                seen.first(3)?;
+                c.name = de.read_opt_string()?;
+            }
             _ => de.skip_value()?,
         }
         Ok(())

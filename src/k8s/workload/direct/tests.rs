@@ -44,7 +44,7 @@ fn pod_spec_fields_are_numbered_in_order() {
     assert_eq!(pod_spec_field("volumes"), None);
 }
 
-const CONTAINER_FIELDS: &[&str] = &["resources", "ports", "restartPolicy"];
+const CONTAINER_FIELDS: &[&str] = &["name", "resources", "ports", "restartPolicy"];
 const TOLERATION_FIELDS: &[&str] = &["effect", "key", "operator", "tolerationSeconds", "value"];
 const GATE_FIELDS: &[&str] = &["name"];
 
