@@ -1475,3 +1475,74 @@ fn explain_a_pod_of_the_dump_without_itself() {
     assert!(r.stdout.contains("Insufficient cpu"), "{}", r.stdout);
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Beside a dump, a pod that names a RuntimeClass is placed with what the class adds when the
+/// dump holds it (`kubectl get ...,runtimeclasses`), and a note says how to dump it when not.
+#[test]
+fn explain_applies_the_runtime_class_of_a_dump() {
+    let dir = temp_dir("runtime-class");
+    let nodes = r#"
+- {apiVersion: v1, kind: Node, metadata: {name: plain, labels: {kubernetes.io/hostname: plain}}, status: {allocatable: {cpu: "2", pods: "10"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: sandbox, labels: {sandbox: "yes"}}, spec: {taints: [{key: sandbox, value: x, effect: NoSchedule}]}, status: {allocatable: {cpu: "2", pods: "10"}}}
+"#;
+    let class = "- {apiVersion: node.k8s.io/v1, kind: RuntimeClass, metadata: {name: gvisor}, handler: runsc, scheduling: {nodeSelector: {sandbox: \"yes\"}, tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]}}\n";
+    let with = dir.join("with.yaml");
+    std::fs::write(
+        &with,
+        format!("apiVersion: v1\nkind: List\nitems:{nodes}{class}"),
+    )
+    .unwrap();
+    let without = dir.join("without.yaml");
+    std::fs::write(
+        &without,
+        format!("apiVersion: v1\nkind: List\nitems:{nodes}"),
+    )
+    .unwrap();
+    let pod = dir.join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {runtimeClassName: gvisor, containers: [{name: c, image: i}]}\n",
+    )
+    .unwrap();
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            with.to_str().unwrap(),
+            "--pod",
+            pod.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with(
+            "1/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains(
+            "placement-guard: note: placed with what RuntimeClass \"gvisor\" adds at admission"
+        ),
+        "{}",
+        r.stderr
+    );
+    let r = run(
+        &[
+            "explain",
+            "--cluster",
+            without.to_str().unwrap(),
+            "--pod",
+            pod.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(
+        r.stderr.contains("placement-guard: note: the pod names RuntimeClass \"gvisor\", which the dump does not hold: placed without the overhead, nodeSelector and tolerations it adds (dump them too: kubectl get nodes,pods,namespaces,runtimeclasses -A -o json)"),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_dir_all(dir).ok();
+}

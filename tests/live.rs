@@ -535,6 +535,7 @@ fn explain_and_audit_against_a_live_cluster() {
     scheduler_semantics(&api);
     deployment_mid_rollout(&api);
     statefulset_mid_rollout(&api);
+    runtime_classes(&api);
     // OpenKruise is not installed here: its kinds are not served, which is not "not found".
     let admin = api.kubeconfig(ADMIN_TOKEN, "shop");
     let r = pg(&admin, &["explain", "--pod", "clone/web"]);
@@ -780,4 +781,122 @@ fn scheduler_semantics(api: &ApiServer) {
     let (explained, outcome) = place("empty-spread");
     assert_eq!(feasible(&explained), ["node-a"]);
     assert_eq!(outcome, Ok("node-a".to_string()));
+}
+
+/// A pod that names a RuntimeClass gets its class's nodeSelector, tolerations and overhead from
+/// the RuntimeClass admission plugin before kube-scheduler sees it: `explain` of a manifest and
+/// of a Deployment places it so, and kube-scheduler binds the pod created from the same
+/// manifest where explain said (a user found explain's answer reversed before).
+fn runtime_classes(api: &ApiServer) {
+    let ns = "shop";
+    let admin = api.kubeconfig(ADMIN_TOKEN, ns);
+    let classes = "/apis/node.k8s.io/v1/runtimeclasses";
+    created(
+        api,
+        classes,
+        json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gpu-sandbox"}, "handler": "runsc",
+               "scheduling": {"nodeSelector": {"topology.kubernetes.io/zone": "zone-c"},
+                              "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]}}),
+    );
+    created(
+        api,
+        classes,
+        json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "heavy"}, "handler": "kata",
+               "overhead": {"podFixed": {"cpu": "1900m"}}}),
+    );
+    let dir = std::env::temp_dir().join(format!("pg-rc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    // Where the scheduler binds a pod created from `manifest`, or its Unschedulable message.
+    let scheduled = |manifest: &Value| -> Result<String, String> {
+        created(api, &pods, manifest.clone());
+        let name = manifest["metadata"]["name"].as_str().unwrap();
+        let mut outcome = Err(String::new());
+        api.eventually(&format!("{name} scheduled or refused"), || {
+            let (_, v) = api.curl("GET", &format!("{pods}/{name}"), None);
+            if let Some(n) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+                outcome = Ok(n.to_string());
+                return true;
+            }
+            let refused = v["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable");
+            if let Some(c) = refused {
+                outcome = Err(c["message"].as_str().unwrap_or("").to_string());
+                return true;
+            }
+            false
+        });
+        outcome
+    };
+    // The class's selector and toleration: only the tainted zone-c node.
+    let sandboxed = pod("sandboxed", "0", json!({"runtimeClassName": "gpu-sandbox"}));
+    let file = dir.join("sandboxed.json");
+    std::fs::write(&file, sandboxed.to_string()).unwrap();
+    let explained = pg(
+        &admin,
+        &["explain", "--pod", file.to_str().unwrap(), "-o", "json"],
+    );
+    assert_eq!(feasible(&explained), ["node-c"], "{}", explained.stderr);
+    assert!(
+        explained.stderr.contains("placement-guard: note: placed with what RuntimeClass \"gpu-sandbox\" adds at admission (its overhead, nodeSelector and tolerations)"),
+        "{}",
+        explained.stderr
+    );
+    assert_eq!(scheduled(&sandboxed), Ok("node-c".to_string()));
+    // A Deployment's template is placed the same way.
+    created(
+        api,
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sandboxed-web"},
+               "spec": {"selector": {"matchLabels": {"app": "sandboxed-web"}},
+                        "template": {"metadata": {"labels": {"app": "sandboxed-web"}},
+                                     "spec": {"runtimeClassName": "gpu-sandbox", "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}),
+    );
+    let explained = pg(
+        &admin,
+        &["explain", "--pod", "deploy/sandboxed-web", "-o", "json"],
+    );
+    assert_eq!(feasible(&explained), ["node-c"], "{}", explained.stderr);
+    // The class's overhead: 1.9 CPUs more than the pod asks does not fit node-a's 500m.
+    let heavy = pod(
+        "heavy",
+        "0",
+        json!({"runtimeClassName": "heavy", "nodeSelector": {"topology.kubernetes.io/zone": "zone-a"}}),
+    );
+    let file = dir.join("heavy.json");
+    std::fs::write(&file, heavy.to_string()).unwrap();
+    let explained = pg(
+        &admin,
+        &["explain", "--pod", file.to_str().unwrap(), "-o", "json"],
+    );
+    assert!(feasible(&explained).is_empty(), "{}", explained.stdout);
+    let ours: Value = serde_json::from_str(&explained.stdout).unwrap();
+    let ours = ours["summary"].as_str().unwrap().to_string();
+    let message = scheduled(&heavy).expect_err("heavy must stay Pending");
+    assert!(
+        message.starts_with(&ours),
+        "scheduler: {message}\nexplain: {ours}"
+    );
+    // A class that does not exist: the apiserver refuses such a pod, and explain says so.
+    let missing = pod("missing", "0", json!({"runtimeClassName": "wasm"}));
+    let file = dir.join("missing.json");
+    std::fs::write(&file, missing.to_string()).unwrap();
+    let explained = pg(&admin, &["explain", "--pod", file.to_str().unwrap()]);
+    assert!(
+        explained.stderr.contains("placement-guard: note: kube-apiserver refuses the pod (pod rejected: RuntimeClass \"wasm\" not found); placed as written"),
+        "{}",
+        explained.stderr
+    );
+    let (code, body) = api.create(&pods, &missing);
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("pod rejected: RuntimeClass \"wasm\" not found")),
+        "{body}"
+    );
+    std::fs::remove_dir_all(dir).ok();
 }

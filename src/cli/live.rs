@@ -1,6 +1,7 @@
 //! The commands that talk to a live cluster: `explain` of a pod or workload by name, and
 //! `audit`. Each runs on a single-threaded runtime; all their waiting is on the API server.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -184,6 +185,8 @@ pub fn evaluate_bound(
     cluster_name: &str,
     caveats: &mut Vec<String>,
 ) -> Result<Vec<filter::NodeResult>, String> {
+    let admitted = runtime_class_admitted(cluster, template, cluster_name, caveats);
+    let template = admitted.as_ref();
     let Some((node, pod)) = bound else {
         return Ok(filter::evaluate(cluster, template, ns));
     };
@@ -202,6 +205,49 @@ pub fn evaluate_bound(
             pod.name
         ));
         Ok(filter::evaluate(cluster, template, ns))
+    }
+}
+
+/// `template` with what its RuntimeClass adds at admission (overhead, nodeSelector,
+/// tolerations), and a caveat saying so; where the class cannot be applied, the template as
+/// it is, and a caveat saying why.
+pub fn runtime_class_admitted<'a>(
+    cluster: &Cluster,
+    template: &'a PodTemplate,
+    cluster_name: &str,
+    caveats: &mut Vec<String>,
+) -> Cow<'a, PodTemplate> {
+    let Some(name) = template.spec.runtime_class_name.as_deref() else {
+        return Cow::Borrowed(template);
+    };
+    let unknown = !cluster.runtime_classes.contains_key(name);
+    match crate::core::runtime_class::admitted(template, &cluster.runtime_classes) {
+        Ok(Cow::Owned(t)) => {
+            caveats.push(format!(
+                "placed with what RuntimeClass {name:?} adds at admission (its overhead, nodeSelector and tolerations)"
+            ));
+            Cow::Owned(t)
+        }
+        Ok(same) => same,
+        Err(_) if unknown && cluster_name == "the dump" => {
+            caveats.push(format!(
+                "the pod names RuntimeClass {name:?}, which the dump does not hold: placed without the overhead, nodeSelector and tolerations it adds (dump them too: kubectl get nodes,pods,namespaces,runtimeclasses -A -o json)"
+            ));
+            Cow::Borrowed(template)
+        }
+        Err(_) if unknown && cluster.runtime_classes_unread.is_some() => {
+            caveats.push(format!(
+                "the pod names RuntimeClass {name:?}, but the RuntimeClasses could not be listed ({}): placed without the overhead, nodeSelector and tolerations it adds",
+                cluster.runtime_classes_unread.as_deref().unwrap_or_default()
+            ));
+            Cow::Borrowed(template)
+        }
+        Err(refused) => {
+            caveats.push(format!(
+                "kube-apiserver refuses the pod ({refused}); placed as written"
+            ));
+            Cow::Borrowed(template)
+        }
     }
 }
 
@@ -779,6 +825,9 @@ fn audit_one(
             && v["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
         if pending_pod || running_workload && !owner.is_some_and(|o| o.places) {
             if let Ok(t) = workload::parse_value(kind, &v) {
+                // A workload's pods get what their RuntimeClass adds (a live pod has it).
+                let mut unused = Vec::new();
+                let t = runtime_class_admitted(cluster, &t, "the cluster", &mut unused);
                 // What releases a held pod may add tolerations (as the admission rule judges).
                 let held = t.held();
                 let results = filter::evaluate_with(cluster, &t, &ns, held.is_some());

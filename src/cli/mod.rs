@@ -270,8 +270,9 @@ pub enum Command {
     },
     /// On which nodes may this pod run, and why not elsewhere (kube-scheduler's filters).
     Explain {
-        /// A cluster dump (Nodes, Pods and Namespaces, JSON or YAML: `kubectl get
-        /// nodes,pods,namespaces -A -o json`), or - for stdin. Without it, the live cluster.
+        /// A cluster dump (Nodes, Pods, Namespaces and RuntimeClasses, JSON or YAML: `kubectl get
+        /// nodes,pods,namespaces,runtimeclasses -A -o json`), or - for stdin. Without it, the
+        /// live cluster.
         #[arg(long)]
         cluster: Option<PathBuf>,
         /// A Pod or workload: a manifest file (- for stdin), or in the live cluster NAME (a pod), pod/NAME,

@@ -114,6 +114,10 @@ pub struct Cluster {
     /// Node label key → value → the nodes carrying it, so that a selector visits only the
     /// nodes it can match.
     label_index: HashMap<String, HashMap<String, Vec<u32>>>,
+    /// What admission adds to the pods that name a RuntimeClass ([`super::runtime_class`]).
+    pub runtime_classes: super::runtime_class::RuntimeClasses,
+    /// Why a live cluster's RuntimeClasses could not be listed (a user without the right).
+    pub runtime_classes_unread: Option<String>,
 }
 
 /// Why a snapshot cannot be built.

@@ -5,6 +5,7 @@ pub mod filter;
 pub mod labels;
 pub mod nodeselector;
 pub mod resources;
+pub mod runtime_class;
 pub mod satisfy;
 pub mod snapshot;
 pub mod store;

@@ -17,6 +17,7 @@ use super::cluster::{Allocatable, BoundPod, Cluster, ClusterError, Node, PodUsag
 use super::resources::{
     host_ports, pod_requests_held, scaled, ContainerHeld, Held, Resources, PODS,
 };
+use super::runtime_class::RuntimeClass;
 use crate::k8s::model::{Container, PodSpec};
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -112,6 +113,8 @@ pub struct SlimObject {
     pub metadata: SlimMeta,
     pub spec: Option<SlimSpec>,
     pub status: Option<SlimStatus>,
+    /// A RuntimeClass's `overhead` and `scheduling` (top-level fields, not a spec).
+    pub runtime_class: RuntimeClass,
 }
 
 /// How many objects of each kind went into a snapshot.
@@ -127,6 +130,8 @@ pub struct Counts {
     pub orphan_pods: usize,
     /// Objects of other kinds (a dump of `kubectl get all`), which the filters do not read.
     pub other_objects: usize,
+    /// RuntimeClasses (`node.k8s.io`), which admission adds to the pods that name them.
+    pub runtime_classes: usize,
 }
 
 impl Counts {
@@ -289,6 +294,11 @@ impl Builder {
                 self.cluster.namespaces.insert(name, labels);
                 self.counts.namespaces += 1;
             }
+            Some("RuntimeClass") => {
+                self.counts.runtime_classes += 1;
+                let name = obj.metadata.name.unwrap_or_default();
+                self.cluster.runtime_classes.insert(name, obj.runtime_class);
+            }
             Some("Pod") => {
                 self.counts.pods += 1;
                 let Some((node, pod)) = bound_of(obj) else {
@@ -337,6 +347,12 @@ impl SlimObject {
             }
             Key::Spec if !self.other_kind() => self.spec = map.next_value()?,
             Key::Status if !self.other_kind() => self.status = map.next_value()?,
+            Key::Overhead if !self.other_kind() => {
+                self.runtime_class.overhead = map.next_value()?;
+            }
+            Key::Scheduling if !self.other_kind() => {
+                self.runtime_class.scheduling = map.next_value()?;
+            }
             _ => {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -346,7 +362,7 @@ impl SlimObject {
 
     /// Already known to be of a kind the snapshot does not take.
     fn other_kind(&self) -> bool {
-        !is_core(self) || self.kind.is_some() && matches!(kind_of(self, None), Ok(None))
+        !known_group(self) || self.kind.is_some() && matches!(kind_of(self, None), Ok(None))
     }
 }
 
@@ -374,7 +390,7 @@ impl Fields {
         match key {
             // Kept until the object has said both, unless it is already known to be of
             // another kind (then skipped at once, below).
-            Key::Spec | Key::Status
+            Key::Spec | Key::Status | Key::Overhead | Key::Scheduling
                 if self.says_kind
                     && (self.obj.kind.is_none() || self.obj.api_version.is_none())
                     && !self.obj.other_kind() =>
@@ -395,6 +411,14 @@ impl Fields {
             let bad = |field| move |e| E::custom(format_args!("{field}: {e}"));
             match key {
                 Key::Spec => self.obj.spec = serde_json::from_value(value).map_err(bad("spec"))?,
+                Key::Overhead => {
+                    self.obj.runtime_class.overhead =
+                        serde_json::from_value(value).map_err(bad("overhead"))?
+                }
+                Key::Scheduling => {
+                    self.obj.runtime_class.scheduling =
+                        serde_json::from_value(value).map_err(bad("scheduling"))?
+                }
                 _ => self.obj.status = serde_json::from_value(value).map_err(bad("status"))?,
             }
         }
@@ -436,11 +460,24 @@ fn is_core(obj: &SlimObject) -> bool {
     obj.api_version.as_deref().is_none_or(|v| v == "v1")
 }
 
+/// Of `node.k8s.io`, the RuntimeClasses' group (or not saying).
+fn is_node_group(obj: &SlimObject) -> bool {
+    obj.api_version
+        .as_deref()
+        .is_none_or(|v| v.starts_with("node.k8s.io/"))
+}
+
+/// Of a group whose objects the snapshot may take.
+fn known_group(obj: &SlimObject) -> bool {
+    is_core(obj) || is_node_group(obj)
+}
+
 /// The kind of an object the snapshot takes (`kind` when the object does not say); `None`
 /// for another kind, which is only counted.
 fn kind_of<'a>(obj: &'a SlimObject, kind: Option<&'a str>) -> Result<Option<&'a str>, String> {
     match obj.kind.as_deref().or(kind).unwrap_or("") {
         k @ ("Node" | "Namespace" | "Pod") if is_core(obj) => Ok(Some(k)),
+        k @ "RuntimeClass" if is_node_group(obj) => Ok(Some(k)),
         "" => Err("an object without kind".into()),
         _ => Ok(None),
     }
@@ -478,6 +515,8 @@ enum Key {
     Metadata,
     Spec,
     Status,
+    Overhead,
+    Scheduling,
     Other,
 }
 
@@ -497,6 +536,8 @@ impl<'de> Deserialize<'de> for Key {
                     "metadata" => Key::Metadata,
                     "spec" => Key::Spec,
                     "status" => Key::Status,
+                    "overhead" => Key::Overhead,
+                    "scheduling" => Key::Scheduling,
                     _ => Key::Other,
                 })
             }

@@ -165,6 +165,10 @@ pub struct PodSpec {
     /// Pod-level resources.
     #[serde(default)]
     pub resources: Option<ResourceRequirements>,
+    /// The RuntimeClass admission plugin adds its class's overhead, nodeSelector and
+    /// tolerations to the pod.
+    #[serde(default)]
+    pub runtime_class_name: Option<String>,
 }
 
 /// A container, as far as the scheduler's resource and port filters read it.

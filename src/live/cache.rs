@@ -394,6 +394,7 @@ macro_rules! watched {
                     },
                     spec: o.spec,
                     status: o.status,
+                    runtime_class: Default::default(),
                 }
             }
         }

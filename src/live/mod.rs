@@ -314,8 +314,36 @@ pub async fn snapshot(
             }
         }
     }
+    // RuntimeClasses: what admission adds to a new pod that names one. A user who may not
+    // list them (or an API server without node.k8s.io) still gets the rest, with a note.
+    let mut token: Option<String> = None;
+    let unread = loop {
+        let mut lp = ListParams::default().limit(cl.page);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let req = Request::new("/apis/node.k8s.io/v1/runtimeclasses")
+            .list(&lp)
+            .map_err(|e| LiveError(format!("cannot build the request for runtimeclasses: {e}")))?;
+        let what = "runtimeclasses.node.k8s.io (at the cluster scope)";
+        match send_raw(cl, req, timeout, "list", what).await? {
+            Ok(page) => {
+                token = read_page(page.as_bytes(), "RuntimeClass", &mut b)
+                    .map_err(|e| LiveError(format!("cannot read the runtimeclasses list: {e}")))?;
+                if token.is_none() {
+                    break None;
+                }
+            }
+            Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {
+                break Some(explain_error(kube::Error::Api(s), &cl.server, "list", what).0)
+            }
+            Err(e) => return Err(explain_error(e, &cl.server, "list", what)),
+        }
+    };
     progress.done();
-    b.finish().map_err(|e| LiveError(e.to_string()))
+    let (mut cluster, counts) = b.finish().map_err(|e| LiveError(e.to_string()))?;
+    cluster.runtime_classes_unread = unread;
+    Ok((cluster, counts))
 }
 
 /// One object by kind, namespace and name, as JSON.

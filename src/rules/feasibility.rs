@@ -107,6 +107,24 @@ impl Rule for FeasibilityRule {
             }
             ClusterState::Absent => return,
         };
+        // A workload's pods get what their RuntimeClass adds at admission (a Pod reaching a
+        // webhook has it already); without the class, the check would judge other pods than
+        // the scheduler will see, in either direction: skipped, and counted.
+        let admitted;
+        let new = if new.kind == Kind::Pod {
+            new
+        } else {
+            match crate::core::runtime_class::admitted(new, &cluster.runtime_classes) {
+                Ok(t) => {
+                    admitted = t;
+                    admitted.as_ref()
+                }
+                Err(_) => {
+                    verdict.unchecked.push((ID, "runtime_class_unknown"));
+                    return;
+                }
+            }
+        };
         verdict.rules_run.push(ID);
         let finding = match case {
             // Kueue ungates a pod and sets its nodeSelector in one patch: the tightening is

@@ -79,7 +79,8 @@ fn check(c: &Cluster, counts: &Counts) {
             unbound_pods: 2,
             namespaces: 1,
             orphan_pods: 0,
-            other_objects: 0
+            other_objects: 0,
+            runtime_classes: 0
         }
     );
     let n1 = c.node_index("n1").unwrap();
@@ -557,4 +558,42 @@ fn a_pod_resized_in_place_counts_what_it_holds() {
         let (c, _) = read_dump(dump(status).as_bytes(), false).unwrap();
         assert_eq!(c.usage[0].requested.milli_cpu, want, "{status}");
     }
+}
+
+/// RuntimeClasses of a dump (`kubectl get ...,runtimeclasses -o json|yaml`) or of a list page
+/// are kept by name with their overhead and scheduling, whichever order an object's fields
+/// come in; another group's RuntimeClass kind is not one.
+#[test]
+fn runtime_classes_are_read_from_dumps_and_pages() {
+    let yaml = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: node.k8s.io/v1, kind: RuntimeClass, metadata: {name: kata}, handler: kata, overhead: {podFixed: {cpu: 250m}}}
+- {scheduling: {nodeSelector: {sandbox: "yes"}, tolerations: [{key: s, operator: Exists}]}, handler: runsc, metadata: {name: gvisor}, kind: RuntimeClass, apiVersion: node.k8s.io/v1}
+- {apiVersion: example.com/v1, kind: RuntimeClass, metadata: {name: other}, scheduling: {nodeSelector: 7}}
+- {apiVersion: v1, kind: Node, metadata: {name: n1}}
+"#;
+    let (c, counts) = read_dump(yaml.as_bytes(), false).unwrap();
+    assert_eq!((counts.runtime_classes, counts.other_objects), (2, 1));
+    let mut names: Vec<&String> = c.runtime_classes.keys().collect();
+    names.sort();
+    assert_eq!(names, ["gvisor", "kata"]);
+    let kata = &c.runtime_classes["kata"];
+    assert_eq!(
+        kata.overhead
+            .as_ref()
+            .and_then(|o| o.pod_fixed.as_ref())
+            .map(|m| m["cpu"].0.as_str()),
+        Some("250m")
+    );
+    let gvisor = c.runtime_classes["gvisor"].scheduling.as_ref().unwrap();
+    assert_eq!(gvisor.node_selector.as_ref().unwrap()["sandbox"], "yes");
+    assert_eq!(gvisor.tolerations.as_ref().unwrap().len(), 1);
+    // A typed list page, whose items say neither apiVersion nor kind.
+    let mut b = Builder::new(false).from_api();
+    let page = br#"{"kind": "RuntimeClassList", "apiVersion": "node.k8s.io/v1", "metadata": {}, "items": [{"metadata": {"name": "kata"}, "handler": "kata", "overhead": {"podFixed": {"memory": "1Gi"}}}]}"#;
+    assert_eq!(read_page(page, "RuntimeClass", &mut b), Ok(None));
+    let (c, _) = b.finish().unwrap();
+    assert!(c.runtime_classes["kata"].overhead.is_some());
 }

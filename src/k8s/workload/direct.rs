@@ -50,7 +50,8 @@ pub struct Part {
     /// `manualSelector` and `suspend` (a CronJob's Jobs', and their queue label): not compared of an
     /// UPDATE's old object (skipping them spares a gated pod UPDATE a sixth of its reading).
     pub identity: bool,
-    /// Containers, init containers, overhead, pod-level resources and hostNetwork (which gives
+    /// Containers, init containers, overhead, pod-level resources, runtimeClassName and
+    /// hostNetwork (which gives
     /// a DaemonSet's pods one more toleration, so also read with the tolerations): read only for
     /// rules that place pods
     /// ([`crate::rules::reads_resources`]).
@@ -253,6 +254,7 @@ fn take_field(read: Option<usize>, spec: &mut PodSpec, n: &PodSpec) {
         Some(8) => spec.overhead.clone_from(&n.overhead),
         Some(9) => spec.resources.clone_from(&n.resources),
         Some(10) => spec.host_network = n.host_network,
+        Some(11) => spec.runtime_class_name.clone_from(&n.runtime_class_name),
         _ => {}
     }
 }
@@ -534,7 +536,7 @@ fn object_meta(de: &mut Deserializer, part: Part) -> Result<ObjectMeta, Error> {
 
 /// The pod spec's fields read here, as [`Seen`] bits; tolerations only with
 /// [`Part::tolerations`], from 6 on (containers, initContainers, overhead, resources,
-/// hostNetwork) only with [`Part::resources`] (hostNetwork also with the tolerations:
+/// hostNetwork, runtimeClassName) only with [`Part::resources`] (hostNetwork also with the tolerations:
 /// [`Part::reads`]).
 fn pod_spec_field(key: &str) -> Option<usize> {
     Some(match key {
@@ -549,6 +551,7 @@ fn pod_spec_field(key: &str) -> Option<usize> {
         "overhead" => 8,
         "resources" => 9,
         "hostNetwork" => 10,
+        "runtimeClassName" => 11,
         _ => return None,
     })
 }
@@ -630,6 +633,14 @@ fn pod_spec<'de>(
                 seen.first(10)?;
                 if part.reads(10) {
                     spec.host_network = Option::<bool>::deserialize(&mut *de)?;
+                } else {
+                    de.skip_value()?;
+                }
+            }
+            "runtimeClassName" => {
+                seen.first(11)?;
+                if part.resources {
+                    spec.runtime_class_name = de.read_opt_string()?;
                 } else {
                     de.skip_value()?;
                 }

@@ -528,3 +528,46 @@ fn the_finding_points_at_the_way_out() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// A workload's pods get what their RuntimeClass adds at admission: with the class known, its
+/// toleration lets them onto the GPU node; unknown (the server does not watch RuntimeClasses),
+/// the template is not judged, and that is counted, since either verdict could be wrong. A Pod
+/// reaching the webhook has been through the RuntimeClass admission plugin already.
+#[test]
+fn a_workloads_runtime_class_is_applied_or_the_check_skipped() {
+    let deploy = parse_value(
+        Kind::Deployment,
+        &json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"runtimeClassName": "gpu", "nodeSelector": {"pool": "gpu"}}}}}),
+    )
+    .unwrap();
+    let mut c = cluster();
+    let warn = rules("warn");
+    let v = judge(&warn, ClusterState::Ready(&c), &deploy, None);
+    assert!(findings(&v).is_empty());
+    assert_eq!(v.unchecked, vec![(ID, "runtime_class_unknown")]);
+    c.runtime_classes.insert(
+        "gpu".into(),
+        serde_json::from_value(
+            json!({"scheduling": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}}),
+        )
+        .unwrap(),
+    );
+    let v = judge(&warn, ClusterState::Ready(&c), &deploy, None);
+    assert!(v.unchecked.is_empty() && v.rules_run.contains(&ID));
+    assert!(findings(&v).is_empty(), "{:?}", findings(&v));
+    // Without the class's toleration the GPU node is shut: the same template is warned.
+    c.runtime_classes.insert("gpu".into(), Default::default());
+    let v = judge(&warn, ClusterState::Ready(&c), &deploy, None);
+    assert_eq!(findings(&v).len(), 1, "{:?}", findings(&v));
+    // A pod names its class too, but has what it adds already: judged as it is.
+    let c = cluster();
+    let pod = pod(
+        json!({"runtimeClassName": "gpu", "nodeSelector": {"pool": "gpu"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}]}),
+    );
+    let v = judge(&warn, ClusterState::Ready(&c), &pod, None);
+    assert!(
+        v.unchecked.is_empty() && findings(&v).is_empty(),
+        "{:?}",
+        findings(&v)
+    );
+}
