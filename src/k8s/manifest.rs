@@ -420,8 +420,53 @@ pub fn parse_each(text: &str, mut each: impl FnMut(Object)) -> Result<(), Syntax
     first_error.map_or(Ok(()), Err)
 }
 
+/// A document that is a stream of JSON objects one after another (`jq -c '.items[]'`):
+/// kubectl's YAMLOrJSONDecoder reads input whose first byte past white space is `{` as JSON
+/// values in sequence, which YAML refuses after the first. The byte ranges of the values when
+/// there are two or more, and where the text stops being JSON (read from there as YAML, for
+/// its objects or its error); `None` for one value or none (read as YAML, as it always was).
+fn json_stream(doc: &str) -> Option<(Vec<std::ops::Range<usize>>, Option<usize>)> {
+    if !doc.trim_start().starts_with('{') {
+        return None;
+    }
+    let mut values = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(doc).into_iter::<serde::de::IgnoredAny>();
+    let mut start = doc.len() - doc.trim_start().len();
+    let rest = loop {
+        match stream.next() {
+            None => break None,
+            Some(Ok(_)) => {
+                let end = stream.byte_offset();
+                values.push(start..end);
+                start = end + (doc[end..].len() - doc[end..].trim_start().len());
+            }
+            Some(Err(_)) => break Some(start),
+        }
+    };
+    (values.len() + usize::from(rest.is_some()) > 1).then_some((values, rest))
+}
+
 /// One document that starts on 0-based line `offset` of its file: positions are file lines.
 pub fn parse_document_at(doc: &str, offset: usize) -> Result<Vec<Object>, SyntaxError> {
+    if let Some((values, rest)) = json_stream(doc) {
+        // Each value read alone, at its own line and column of the file.
+        let at = |start: usize| {
+            let before = &doc[..start];
+            let line = before.matches('\n').count();
+            let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+                .chars()
+                .count();
+            (line, column)
+        };
+        let mut out = Vec::new();
+        let ends = rest.map(|r| r..doc.len());
+        for range in values.into_iter().chain(ends) {
+            let (line, column) = at(range.start);
+            let text = format!("{}{}", " ".repeat(column), &doc[range]);
+            out.extend(parse_document_at(&text, offset + line)?);
+        }
+        return Ok(out);
+    }
     let mut objects = parse_document(doc).map_err(|mut e| {
         e.pos_line += offset;
         e
@@ -482,6 +527,40 @@ fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream of JSON objects (`jq -c` output) is read as kubectl reads it, each object at
+    /// its own line and column; where the stream stops being JSON, the error is there. One
+    /// object alone, and a YAML flow mapping, are read as before.
+    #[test]
+    fn json_streams_are_read_value_by_value() {
+        let text = "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\"}}\n  {\"kind\":\"Pod\",\"metadata\":{\"name\":\"b\"}} {\"kind\":\"Pod\",\n\"metadata\":{\"name\":\"c\"}}\n";
+        let objects = parse(text).unwrap();
+        let names: Vec<&str> = objects
+            .iter()
+            .map(|o| o.value["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        let starts: Vec<(usize, usize)> = objects
+            .iter()
+            .map(|o| (o.start().line, o.start().column))
+            .collect();
+        assert_eq!(starts, [(1, 1), (2, 3), (2, 42)]);
+        assert_eq!(
+            objects[2].positions["/metadata"],
+            Pos { line: 3, column: 1 }
+        );
+        // Broken after two objects: the error is where the third starts going wrong.
+        let err = parse("{\"kind\":\"Pod\"}\n{\"kind\":\"Pod\"}\n{\"kind\": [}\n").unwrap_err();
+        assert_eq!((err.pos_line, err.pos_col), (3, 11));
+        // Not a stream: one object, a YAML flow mapping, with a second document after `---`.
+        assert_eq!(parse("{\"kind\": \"Pod\"}\n").unwrap().len(), 1);
+        assert_eq!(
+            parse("{kind: Pod, metadata: {name: x}}\n---\n{kind: Pod}\n")
+                .unwrap()
+                .len(),
+            2
+        );
+    }
 
     #[test]
     fn positions_point_at_keys() {
