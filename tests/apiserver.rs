@@ -569,3 +569,96 @@ fn anti_affinity_keys_are_refused_as_the_apiserver_refuses_them() {
     }
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
+
+/// What happens to the constraints `/mutate` defaulted onto a Deployment when its owner later
+/// declares some, through kube-apiserver v1.36.2: server-side apply merges the declared list
+/// with the defaults by (topologyKey, whenUnsatisfiable), since the defaults belong to no
+/// manager, so they stay; a replace (`kubectl replace`, a full update) stores the manifest's
+/// list, and applies after it keep it. The README's advice is this test.
+#[test]
+fn declared_constraints_take_over_from_defaults_through_a_replace() {
+    let Some(api) =
+        with_apiserver("declared_constraints_take_over_from_defaults_through_a_replace")
+    else {
+        return;
+    };
+    let server = start(&[]);
+    api.namespace("apply");
+    api.register_mutating_webhooks(&server, "apply", &["workloads.mutate.placement-guard.io"]);
+    let deploys = "/apis/apps/v1/namespaces/apply/deployments";
+    let manifest = |name: &str, constraints: Option<&Value>| {
+        let mut m = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}});
+        if let Some(c) = constraints {
+            m["spec"]["template"]["spec"]["topologySpreadConstraints"] = c.clone();
+        }
+        m
+    };
+    let constraints = |v: &Value| -> Vec<String> {
+        v["spec"]["template"]["spec"]["topologySpreadConstraints"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "{} {} {} {}",
+                    c["topologyKey"].as_str().unwrap_or(""),
+                    c["whenUnsatisfiable"].as_str().unwrap_or(""),
+                    c["maxSkew"],
+                    c["matchLabelKeys"]
+                )
+            })
+            .collect()
+    };
+    // The webhook is seen once a dry-run create comes back defaulted.
+    api.eventually("the mutating webhook registered", || {
+        let (_, v) = api.curl(
+            "POST",
+            &format!("{deploys}?dryRun=All"),
+            Some(("application/json", &manifest("probe", None))),
+        );
+        !constraints(&v).is_empty()
+    });
+    let apply = |m: &Value| {
+        let name = m["metadata"]["name"].as_str().unwrap();
+        api.curl(
+            "PATCH",
+            &format!("{deploys}/{name}?fieldManager=kubectl&force=true"),
+            Some(("application/apply-patch+yaml", m)),
+        )
+    };
+    let defaults = [
+        "kubernetes.io/hostname ScheduleAnyway 3 [\"pod-template-hash\"]",
+        "topology.kubernetes.io/zone ScheduleAnyway 5 [\"pod-template-hash\"]",
+    ];
+    let (code, v) = apply(&manifest("web", None));
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(constraints(&v), defaults);
+    let declared = json!([{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+                           "labelSelector": {"matchLabels": {"app": "web"}}}]);
+    let wanted = ["kubernetes.io/hostname DoNotSchedule 1 null"];
+    // Server-side apply: the defaults stay beside the declared constraint.
+    let (code, v) = apply(&manifest("web", Some(&declared)));
+    assert_eq!(code, 200, "{v}");
+    let mut merged: Vec<String> = defaults.iter().map(|d| d.to_string()).collect();
+    merged.insert(1, wanted[0].to_string());
+    let mut got = constraints(&v);
+    got.sort();
+    merged.sort();
+    assert_eq!(got, merged);
+    // A replace stores the manifest's list, and an apply after it keeps it.
+    let mut replacing = manifest("web", Some(&declared));
+    replacing["metadata"]["resourceVersion"] = v["metadata"]["resourceVersion"].clone();
+    let (code, v) = api.curl(
+        "PUT",
+        &format!("{deploys}/web?fieldManager=kubectl-replace"),
+        Some(("application/json", &replacing)),
+    );
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(constraints(&v), wanted);
+    let (code, v) = apply(&manifest("web", Some(&declared)));
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(constraints(&v), wanted);
+}

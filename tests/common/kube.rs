@@ -301,7 +301,26 @@ impl ApiServer {
     /// The manifests' own validating webhooks of these names (their rules and CEL
     /// matchConditions), pointed at `server` by URL and limited to `namespace`.
     pub fn register_webhooks(&self, server: &super::Server, namespace: &str, names: &[&str]) {
+        self.register("ValidatingWebhookConfiguration", server, namespace, names);
+    }
+
+    /// [`ApiServer::register_webhooks`] for the manifests' mutating webhooks (`/mutate`).
+    pub fn register_mutating_webhooks(
+        &self,
+        server: &super::Server,
+        namespace: &str,
+        names: &[&str],
+    ) {
+        self.register("MutatingWebhookConfiguration", server, namespace, names);
+    }
+
+    fn register(&self, kind: &str, server: &super::Server, namespace: &str, names: &[&str]) {
         use base64::Engine;
+        let (path, resource) = if kind == "MutatingWebhookConfiguration" {
+            ("mutate", "mutatingwebhookconfigurations")
+        } else {
+            ("validate", "validatingwebhookconfigurations")
+        };
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/manifests/webhooks.yaml"
@@ -311,7 +330,7 @@ impl ApiServer {
             .unwrap()
             .into_iter()
             .map(|o| o.value)
-            .find(|v| v["kind"] == "ValidatingWebhookConfiguration")
+            .find(|v| v["kind"] == kind)
             .unwrap();
         let ca = std::fs::read(&server.ca).unwrap();
         let hooks: Vec<Value> = cfg["webhooks"]
@@ -322,7 +341,7 @@ impl ApiServer {
             .map(|w| {
                 let mut hook = w.clone();
                 hook["clientConfig"] = serde_json::json!({
-                    "url": format!("{}/validate", server.base),
+                    "url": format!("{}/{path}", server.base),
                     "caBundle": base64::engine::general_purpose::STANDARD.encode(&ca),
                 });
                 hook["namespaceSelector"] =
@@ -336,8 +355,8 @@ impl ApiServer {
             "webhooks {names:?} in the manifests"
         );
         let (code, body) = self.create(
-            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-            &serde_json::json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            &format!("/apis/admissionregistration.k8s.io/v1/{resource}"),
+            &serde_json::json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
                     "metadata": {"name": format!("placement-guard-{namespace}")}, "webhooks": hooks}),
         );
         assert_eq!(code, 201, "{body}");
