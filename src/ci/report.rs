@@ -128,11 +128,30 @@ fn summary(r: &Report) -> String {
 }
 
 fn headline(d: &Diagnostic) -> String {
-    match (d.object.is_empty(), d.path.is_empty()) {
+    one_line(&match (d.object.is_empty(), d.path.is_empty()) {
         (true, _) => d.message.clone(),
         (false, true) => format!("{}: {}", d.object, d.message),
         (false, false) => format!("{}: {}: {}", d.object, d.path, d.message),
+    })
+    .into_owned()
+}
+
+/// `s` with its control characters escaped (`\n`, `\u{1b}`): a finding is one line, and an
+/// object's name or a value quoted in a message must not start a line of its own that CI
+/// problem matchers would read as another finding, nor drive the terminal.
+fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
     }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Every id a diagnostic can carry: the registry's rules and the input diagnostics.
@@ -154,8 +173,11 @@ pub fn text(r: &Report, color: bool) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{}:{}: suppressed[{}] {}{reason}",
-            s.file, s.line, s.rule, s.object
+            "{}:{}: suppressed[{}] {}",
+            one_line(&s.file),
+            s.line,
+            s.rule,
+            one_line(&format!("{}{reason}", s.object))
         );
     }
     let _ = writeln!(out, "{}", summary(r));
@@ -178,14 +200,15 @@ pub fn findings_text(r: &Report, color: bool) -> String {
             Severity::Warning => paint("1;33", "warning"),
         };
         // Objects read from the API server have no position: `namespace/Kind/name` alone.
+        let file = one_line(&d.file);
         let loc = if d.line == 0 {
-            paint("1", &d.file)
+            paint("1", &file)
         } else {
-            paint("1", &format!("{}:{}:{}", d.file, d.line, d.column))
+            paint("1", &format!("{file}:{}:{}", d.line, d.column))
         };
         let _ = writeln!(out, "{loc}: {sev}[{}] {}", d.rule, headline(d));
         if let Some(h) = &d.hint {
-            let _ = writeln!(out, "    {} {h}", paint("36", "help:"));
+            let _ = writeln!(out, "    {} {}", paint("36", "help:"), one_line(h));
         }
     }
     out
@@ -247,16 +270,41 @@ fn artifact(file: &str, root: Option<&str>) -> (String, Option<&'static str>) {
         return ("stdin".to_string(), None);
     }
     if !file.starts_with('/') {
-        return (encode_path(file.trim_start_matches("./")), Some(SRCROOT));
+        // `a/../b` is `b`; a path that climbs out of the root (`../x`) is named absolutely,
+        // since a URI relative to `%SRCROOT%` cannot leave it.
+        match (lexical(file), root) {
+            (Some(rel), _) => return (encode_path(&rel), Some(SRCROOT)),
+            (None, Some(r)) => {
+                return artifact(&format!("{}/{file}", r.trim_end_matches('/')), None)
+            }
+            (None, None) => return (encode_path(file), Some(SRCROOT)),
+        }
     }
+    let file = lexical(file.trim_start_matches('/')).map_or(file.to_string(), |f| format!("/{f}"));
     let root = root.map(|r| r.trim_end_matches('/'));
     match root
         .and_then(|r| file.strip_prefix(r))
         .and_then(|rest| rest.strip_prefix('/'))
     {
         Some(rel) => (encode_path(rel), Some(SRCROOT)),
-        None => (format!("file://{}", encode_path(file)), None),
+        None => (format!("file://{}", encode_path(&file)), None),
     }
+}
+
+/// A relative path with `.` and `dir/..` taken out, as a URI resolver takes them; `None` when
+/// it climbs above where it starts.
+fn lexical(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// SARIF 2.1.0 for GitHub code scanning. `root` is the absolute directory relative file names
@@ -456,4 +504,47 @@ pub fn junit(r: &Report) -> String {
     let mut report = JReport::new("placement-guard");
     report.add_test_suite(suite);
     report.to_string().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name with a line break cannot forge a finding line of its own in the text output
+    /// (the apiserver refuses such a name, but `check` reads what it is given).
+    /// SARIF locations stay inside `%SRCROOT%` as GitHub code scanning needs them: `..` taken
+    /// out of a relative path, and one that climbs out of the root named absolutely.
+    #[test]
+    fn sarif_locations_are_normalized() {
+        let root = Some("/work/repo");
+        let cases = [
+            ("./a/../c/dep.yaml", ("c/dep.yaml", Some(SRCROOT))),
+            ("c/./dep.yaml", ("c/dep.yaml", Some(SRCROOT))),
+            ("../c/dep.yaml", ("file:///work/c/dep.yaml", None)),
+            ("/work/repo/a/../b.yaml", ("b.yaml", Some(SRCROOT))),
+            ("/elsewhere/b.yaml", ("file:///elsewhere/b.yaml", None)),
+            ("<stdin>", ("stdin", None)),
+        ];
+        for (file, (uri, base)) in cases {
+            assert_eq!(artifact(file, root), (uri.to_string(), base), "{file}");
+        }
+    }
+
+    #[test]
+    fn a_finding_is_one_line_whatever_its_object_is_called() {
+        let d = Diagnostic {
+            object: "Pod n/p\nfake.yaml:1:1: error[x] injected\u{1b}[2J".into(),
+            path: "spec".into(),
+            hint: Some("a\rb".into()),
+            ..Diagnostic::file_level("a\nb.yaml", Pos { line: 1, column: 1 }, "r", "m".into())
+        };
+        let r = Report {
+            diagnostics: vec![d],
+            ..Report::default()
+        };
+        assert_eq!(
+            findings_text(&r, false),
+            "a\\nb.yaml:1:1: error[r] Pod n/p\\nfake.yaml:1:1: error[x] injected\\u{1b}[2J: spec: m\n    help: a\\rb\n"
+        );
+    }
 }
