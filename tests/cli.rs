@@ -974,7 +974,7 @@ fn check_goes_on_past_an_unreadable_directory() {
 }
 
 /// `--exclude` globs match paths without the `./` a walk of `.` puts in front, and a glob
-/// written with one matches too.
+/// written with one matches too; `dir/` and `**/name` mean what they mean in a .gitignore.
 #[test]
 fn exclude_globs_ignore_a_leading_dot_slash() {
     let dir = temp_dir("exclude");
@@ -986,14 +986,26 @@ fn exclude_globs_ignore_a_leading_dot_slash() {
     std::fs::create_dir_all(dir.join("bad")).unwrap();
     std::fs::write(dir.join("app.yaml"), &bad).unwrap();
     std::fs::write(dir.join("bad/one.yaml"), &bad).unwrap();
-    for glob in ["bad/*", "./bad/*", "bad/one.yaml", "one.yaml"] {
+    // Written as a .gitignore line is: `bad/` a directory, `**/x` at the top too; a file
+    // named `bad` is not a directory.
+    std::fs::create_dir_all(dir.join("other")).unwrap();
+    std::fs::write(dir.join("other/app.yaml"), &bad).unwrap();
+    for (glob, files) in [
+        ("bad/*", 2),
+        ("./bad/*", 2),
+        ("bad/one.yaml", 2),
+        ("one.yaml", 2),
+        ("bad/", 2),
+        ("**/app.yaml", 1),
+        ("app.yaml/", 3),
+    ] {
         let out = Command::new(BIN)
             .current_dir(&dir)
             .args(["check", "-o", "json", "--exclude", glob, "."])
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["summary"]["files"], 1, "{glob}");
+        assert_eq!(v["summary"]["files"], files, "{glob}");
     }
 }
 

@@ -66,20 +66,44 @@ fn is_chart_templates(dir: &Path) -> bool {
         && dir.parent().is_some_and(|p| p.join("Chart.yaml").is_file())
 }
 
+/// An `--exclude` glob, read as a `.gitignore` line is: `dir/` matches directories only, and
+/// `**/x` matches `x` at the top too.
+pub struct Glob {
+    pattern: wildmatch::WildMatch,
+    /// For `**/x`: `x`, which `**/` (a directory and a slash) does not match at the top.
+    top: Option<wildmatch::WildMatch>,
+    dir_only: bool,
+}
+
+impl Glob {
+    pub fn new(pattern: &str) -> Glob {
+        let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+        let (pattern, dir_only) = match pattern.strip_suffix('/') {
+            Some(p) if !p.is_empty() => (p, true),
+            _ => (pattern, false),
+        };
+        Glob {
+            pattern: wildmatch::WildMatch::new(pattern),
+            top: pattern.strip_prefix("**/").map(wildmatch::WildMatch::new),
+            dir_only,
+        }
+    }
+
+    fn matches(&self, s: &str) -> bool {
+        self.pattern.matches(s) || self.top.as_ref().is_some_and(|t| t.matches(s))
+    }
+}
+
 /// Whether a glob excludes `p`: matched against the path as shown without a leading `./` (so
 /// `bad/*` works for `check .` as for `check bad/..`), and against the file name.
-fn excluded(p: &Path, excludes: &[wildmatch::WildMatch]) -> bool {
+fn excluded(p: &Path, is_dir: bool, excludes: &[Glob]) -> bool {
     let shown = p.display().to_string();
     let shown = shown.strip_prefix("./").unwrap_or(&shown);
     let name = p.file_name().map(|n| n.to_string_lossy().to_string());
     excludes
         .iter()
+        .filter(|g| is_dir || !g.dir_only)
         .any(|g| g.matches(shown) || name.as_deref().is_some_and(|n| g.matches(n)))
-}
-
-/// A glob as given, without a leading `./` (paths are matched without theirs).
-fn glob(pattern: &str) -> wildmatch::WildMatch {
-    wildmatch::WildMatch::new(pattern.strip_prefix("./").unwrap_or(pattern))
 }
 
 /// Adds the manifests below `dir` to `out`; a directory that cannot be read (at any depth) is
@@ -89,7 +113,7 @@ fn glob(pattern: &str) -> wildmatch::WildMatch {
 /// the same place, comparing device and inode).
 fn walk(
     dir: &Path,
-    excludes: &[wildmatch::WildMatch],
+    excludes: &[Glob],
     above: &mut Vec<PathBuf>,
     out: &mut Vec<Input>,
     skipped: &mut Vec<Skipped>,
@@ -121,12 +145,12 @@ fn walk(
         let hidden = p
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with('.'));
-        if excluded(&p, excludes) {
-            continue;
-        }
         // One look at each entry (following links); one that cannot be looked at is kept, to
         // be reported unreadable.
         let meta = std::fs::metadata(&p);
+        if excluded(&p, meta.as_ref().is_ok_and(|m| m.is_dir()), excludes) {
+            continue;
+        }
         if meta.as_ref().is_ok_and(|m| m.is_dir()) {
             if hidden {
                 skipped.push(Skipped {
@@ -210,7 +234,7 @@ pub struct Collected {
 /// Expands paths (directories recursively, `.yaml`, `.yml`, `.json`, leaving out hidden
 /// directories, Helm chart templates and `excludes`; `-` is stdin) in a stable order.
 pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
-    let excludes: Vec<wildmatch::WildMatch> = excludes.iter().map(|g| glob(g)).collect();
+    let excludes: Vec<Glob> = excludes.iter().map(|g| Glob::new(g)).collect();
     let mut c = Collected::default();
     for arg in paths {
         if arg == "-" {
