@@ -378,6 +378,15 @@ impl Checker {
             }
             (false, false) => {}
         }
+        if let Some(message) = workload::unserved_version(api, kind_name) {
+            self.report.diagnostics.push(Diagnostic::file_level(
+                file,
+                obj.position(&FieldPath::fields(&["apiVersion"])),
+                RULE_INVALID,
+                message,
+            ));
+            return;
+        }
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
             self.report.skipped += 1;
             return;

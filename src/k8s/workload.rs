@@ -157,6 +157,38 @@ impl Kind {
     }
 }
 
+/// For one of Kubernetes' own workload kinds under an `apiVersion` kube-apiserver does not serve
+/// (`extensions/v1beta1` Deployments, `batch/v1beta1` CronJobs, a `v1` Deployment), why
+/// `kubectl apply` fails, and the version to write: such an object is not checked, and must not
+/// pass in silence. OpenKruise's kinds are taken in every version.
+pub fn unserved_version(api_version: &str, kind: &str) -> Option<String> {
+    let group = group_of(api_version);
+    if !matches!(group, "" | "apps" | "batch" | "extensions") {
+        return None;
+    }
+    let served = Kind::ALL
+        .into_iter()
+        .find(|k| k.name() == kind && k.group() != KRUISE_GROUP)?;
+    let want = match served.group() {
+        "" => served.version().to_string(),
+        g => format!("{g}/{}", served.version()),
+    };
+    if api_version == want {
+        return None;
+    }
+    let removed = match (api_version, kind) {
+        ("extensions/v1beta1" | "apps/v1beta1" | "apps/v1beta2", _) => {
+            " (removed in Kubernetes v1.16)"
+        }
+        ("batch/v1beta1", "CronJob") => " (removed in Kubernetes v1.25)",
+        ("batch/v2alpha1", "CronJob") => " (removed in Kubernetes v1.21)",
+        _ => "",
+    };
+    Some(format!(
+        "apiVersion: Unsupported value: {api_version:?}: no matches for kind {kind:?} in version {api_version:?}{removed}, so kubectl apply fails: write apiVersion: {want}"
+    ))
+}
+
 /// OpenKruise's API group.
 pub const KRUISE_GROUP: &str = "apps.kruise.io";
 

@@ -757,3 +757,64 @@ fn objects_without_a_namespace_are_judged_in_the_one_given() {
     );
     assert_eq!(run(Some("team-b")), (vec![], vec![]));
 }
+
+/// Kubernetes' own workload kinds under a version kube-apiserver does not serve are an error
+/// at their apiVersion (kubectl apply fails on them), neither skipped as another kind nor
+/// checked as if served; OpenKruise's kinds are taken in every version.
+#[test]
+fn workloads_under_unserved_versions_are_refused() {
+    let rules = crate::rules::config::RuleSet::default();
+    let doc = |api: &str, kind: &str| {
+        format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: n}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: i}}]}}}}}}\n")
+    };
+    let cases = [
+        (
+            "extensions/v1beta1",
+            "Deployment",
+            Some(
+                "(removed in Kubernetes v1.16), so kubectl apply fails: write apiVersion: apps/v1",
+            ),
+        ),
+        (
+            "apps/v1beta1",
+            "DaemonSet",
+            Some(
+                "(removed in Kubernetes v1.16), so kubectl apply fails: write apiVersion: apps/v1",
+            ),
+        ),
+        (
+            "batch/v1beta1",
+            "CronJob",
+            Some(
+                "(removed in Kubernetes v1.25), so kubectl apply fails: write apiVersion: batch/v1",
+            ),
+        ),
+        (
+            "v1",
+            "Deployment",
+            Some("in version \"v1\", so kubectl apply fails: write apiVersion: apps/v1"),
+        ),
+        ("apps/v1", "Deployment", None),
+        ("apps.kruise.io/v1alpha1", "StatefulSet", None),
+        ("example.com/v1", "Deployment", None),
+    ];
+    for (api, kind, want) in cases {
+        let mut c = Checker::new(&rules);
+        c.check_text("w.yaml", &doc(api, kind));
+        let r = c.finish();
+        let invalid: Vec<&str> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == "invalid-object")
+            .map(|d| d.message.as_str())
+            .collect();
+        match want {
+            Some(end) => {
+                assert_eq!(invalid.len(), 1, "{api} {kind}: {invalid:?}");
+                assert!(invalid[0].ends_with(end), "{api} {kind}: {}", invalid[0]);
+                assert_eq!(r.objects, 0, "{api} {kind}");
+            }
+            None => assert!(invalid.is_empty(), "{api} {kind}: {invalid:?}"),
+        }
+    }
+}
