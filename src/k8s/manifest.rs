@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
+use std::borrow::Cow;
+
+use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData};
 use serde_json::{Map, Value};
 
 use crate::k8s::fieldpath::{FieldPath, JsonSegment};
@@ -105,23 +107,147 @@ fn scalar_to_json(s: &Scalar) -> Value {
     }
 }
 
-fn key_string(node: &MarkedYaml) -> String {
+/// A scalar as kubectl's YAML reader (go-yaml v2, through sigs.k8s.io/yaml) resolves it, which
+/// is YAML 1.1's: a quoted or block scalar is a string; a tag says what it is; a plain scalar
+/// is a boolean also as `yes`, `no`, `on`, `off`, `y` and `n` (any of their case forms), an
+/// integer also with `_` between digits, a leading `0` (octal) or `0b` (binary), and a
+/// timestamp stays the string written.
+fn resolve<'a>(node: &'a MarkedYaml) -> Option<Cow<'a, Scalar<'a>>> {
     match &node.data {
-        YamlData::Value(Scalar::String(s)) => s.to_string(),
-        YamlData::Value(s) => match scalar_to_json(s) {
-            Value::String(s) => s,
-            Value::Null => "null".to_string(),
-            other => other.to_string(),
+        YamlData::Value(s) => Some(Cow::Borrowed(s)),
+        YamlData::Representation(r, style, tag) => {
+            Some(Cow::Owned(if *style != ScalarStyle::Plain {
+                Scalar::String(Cow::Borrowed(r.as_ref()))
+            } else if tag.is_some() {
+                Scalar::parse_from_cow_and_metadata(Cow::Borrowed(r.as_ref()), *style, tag.as_ref())
+                    .unwrap_or(Scalar::String(Cow::Borrowed(r.as_ref())))
+            } else {
+                go_yaml_v2(r)
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// go-yaml v2's `resolve` of a plain, untagged scalar.
+fn go_yaml_v2(s: &str) -> Scalar<'_> {
+    match s {
+        "" | "~" | "null" | "Null" | "NULL" => return Scalar::Null,
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "true" | "True" | "TRUE" => {
+            return Scalar::Boolean(true)
+        }
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" | "false" | "False" | "FALSE" => {
+            return Scalar::Boolean(false)
+        }
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Scalar::FloatingPoint(f64::INFINITY.into())
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Scalar::FloatingPoint(f64::NEG_INFINITY.into()),
+        ".nan" | ".NaN" | ".NAN" => return Scalar::FloatingPoint(f64::NAN.into()),
+        _ => {}
+    }
+    if !s.starts_with([
+        '+', '-', '.', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
+    ]) {
+        return Scalar::String(Cow::Borrowed(s));
+    }
+    let plain = s.replace('_', "");
+    if let Some(i) = go_parse_int(&plain) {
+        return Scalar::Integer(i);
+    }
+    // Beyond int64 (a uint64, or larger) and decimal floats: a float, as JSON carries it. A
+    // float beyond float64's range fails ParseFloat and stays the string written.
+    if is_yaml_style_float(&plain) {
+        if let Ok(f) = plain.parse::<f64>() {
+            if f.is_finite() {
+                return Scalar::FloatingPoint(f.into());
+            }
+        }
+    }
+    Scalar::String(Cow::Borrowed(s))
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)`: a sign, then `0x`, `0o`, `0b` or a leading `0` (octal)
+/// for the base.
+fn go_parse_int(s: &str) -> Option<i64> {
+    let (negative, digits) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = digits.to_ascii_lowercase();
+    let (radix, body) = if let Some(b) = lower.strip_prefix("0x") {
+        (16, b)
+    } else if let Some(b) = lower.strip_prefix("0o") {
+        (8, b)
+    } else if let Some(b) = lower.strip_prefix("0b") {
+        (2, b)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..])
+    } else {
+        (10, lower.as_str())
+    };
+    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let magnitude = i128::from(u64::from_str_radix(body, radix).ok()?);
+    i64::try_from(if negative { -magnitude } else { magnitude }).ok()
+}
+
+/// go-yaml v2's `yamlStyleFloat`: `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`.
+fn is_yaml_style_float(s: &str) -> bool {
+    let b = s.strip_prefix(['+', '-']).unwrap_or(s).as_bytes();
+    let digits = |b: &[u8]| b.iter().take_while(|c| c.is_ascii_digit()).count();
+    let (mantissa, rest) = if b.first() == Some(&b'.') {
+        let n = digits(&b[1..]);
+        (n > 0, &b[1 + n..])
+    } else {
+        let n = digits(b);
+        let mut rest = &b[n..];
+        if n > 0 && rest.first() == Some(&b'.') {
+            rest = &rest[1 + digits(&rest[1..])..];
+        }
+        (n > 0, rest)
+    };
+    if !mantissa {
+        return false;
+    }
+    match rest {
+        [] => true,
+        [b'e' | b'E', exp @ ..] => {
+            let exp = exp
+                .strip_prefix(b"+")
+                .or(exp.strip_prefix(b"-"))
+                .unwrap_or(exp);
+            !exp.is_empty() && digits(exp) == exp.len()
+        }
+        _ => false,
+    }
+}
+
+fn key_string(node: &MarkedYaml) -> String {
+    match (&node.data, resolve(node)) {
+        (_, Some(s)) => match s.as_ref() {
+            Scalar::String(s) => s.to_string(),
+            s => match scalar_to_json(s) {
+                Value::String(s) => s,
+                Value::Null => "null".to_string(),
+                other => other.to_string(),
+            },
         },
-        YamlData::Representation(r, _, _) => r.to_string(),
-        YamlData::Tagged(_, inner) => key_string(inner),
+        (YamlData::Tagged(_, inner), None) => key_string(inner),
         _ => String::new(),
     }
 }
 
 /// The YAML 1.1 merge key, as kubectl's YAML reader (go-yaml v2) recognizes it.
 fn is_merge_key(node: &MarkedYaml) -> bool {
-    matches!(&node.data, YamlData::Value(Scalar::String(s)) if s == "<<")
+    matches!(&node.data, YamlData::Representation(r, ScalarStyle::Plain, None) if r == "<<")
+}
+
+/// Whether a node is the plain or quoted string `s`.
+fn is_string(node: &MarkedYaml, want: impl Fn(&str) -> bool) -> bool {
+    matches!(resolve(node).as_deref(), Some(Scalar::String(s)) if want(s))
 }
 
 fn syntax_error(node: &MarkedYaml, message: &str) -> SyntaxError {
@@ -144,7 +270,14 @@ fn convert(
         // `.nan` as such floats, which json.Marshal then refuses ("unsupported value"); a
         // number beyond float64's range (`1e400`) it keeps as the string written. Converted to
         // null, either would be judged as an unset field.
-        YamlData::Value(Scalar::FloatingPoint(f)) if !f.into_inner().is_finite() => {
+        YamlData::Value(_) | YamlData::Representation(..) => {
+            let Some(scalar) = resolve(node) else {
+                return Ok(Value::Null);
+            };
+            let f = match scalar.as_ref() {
+                Scalar::FloatingPoint(f) if !f.into_inner().is_finite() => *f,
+                s => return Ok(scalar_to_json(s)),
+            };
             let written = scalar_text(text, node);
             match written {
                 Some(w) if !is_inf_or_nan(&w) => Value::String(w),
@@ -162,8 +295,6 @@ fn convert(
                 }
             }
         }
-        YamlData::Value(s) => scalar_to_json(s),
-        YamlData::Representation(r, _, _) => Value::String(r.to_string()),
         YamlData::Tagged(_, inner) => convert(text, inner, ptr, positions)?,
         YamlData::Sequence(items) => {
             let mut out = Vec::with_capacity(items.len());
@@ -236,12 +367,10 @@ fn list_items<'a, 'y>(doc: &'a MarkedYaml<'y>) -> Option<&'a [MarkedYaml<'y>]> {
     };
     let field = |name: &str| {
         map.iter()
-            .find(|(k, _)| matches!(&k.data, YamlData::Value(Scalar::String(s)) if s == name))
+            .find(|(k, _)| is_string(k, |s| s == name))
             .map(|(_, v)| v)
     };
-    let is_list = field("kind").is_some_and(
-        |k| matches!(&k.data, YamlData::Value(Scalar::String(s)) if s.ends_with("List")),
-    );
+    let is_list = field("kind").is_some_and(|k| is_string(k, |s| s.ends_with("List")));
     match field("items").map(|i| &i.data) {
         Some(YamlData::Sequence(items)) if is_list => Some(items),
         _ => None,
@@ -479,11 +608,23 @@ pub fn parse_document_at(doc: &str, offset: usize) -> Result<Vec<Object>, Syntax
     Ok(objects)
 }
 
+/// The YAML text's documents, their scalars as written ([`resolve`] reads them as kubectl does).
+fn load(text: &str) -> Result<Vec<MarkedYaml<'_>>, saphyr::ScanError> {
+    let mut parser = saphyr_parser::Parser::new_from_str(text);
+    let mut loader = saphyr::YamlLoader::<MarkedYaml>::default();
+    loader.early_parse(false);
+    parser.load(&mut loader, true)?;
+    if let Some(e) = loader.error() {
+        return Err(e.clone());
+    }
+    Ok(loader.into_documents())
+}
+
 /// One document (or a file of several, as it is also used); `kind: List` documents are
 /// expanded into their items, and lists among those into theirs. Empty documents (a lone `---`, comments only) are dropped. Each object's positions are
 /// collected while it is read, so reading a List is linear in its size.
 fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
-    let docs = MarkedYaml::load_from_str(text).map_err(|e| {
+    let docs = load(text).map_err(|e| {
         let (line, col) = (e.marker().line(), e.marker().col() + 1);
         let mut message = e.info().to_string();
         // Name the key the parser found twice.
@@ -625,6 +766,27 @@ mod tests {
         );
     }
 
+    /// Scalars as kubectl reads them (go-yaml v2, YAML 1.1): `on`, `yes`, `n` are booleans, an
+    /// integer may have `_` between digits, a leading `0` is octal and `0b` binary; quoted and
+    /// block scalars, tagged `!!str` ones and timestamps are strings; so is a key, as
+    /// sigs.k8s.io/yaml writes a boolean key (`y:` is `"true"`).
+    #[test]
+    fn scalars_are_read_as_kubectl_reads_them() {
+        let v = &parse(concat!(
+            "a: yes\nb: No\nc: 'on'\nd: n\ne: 1_000\nf: 017\ng: 0b101\nh: 08\ni: 0x1F\n",
+            "j: -0o17\nk: 2001-12-14\nl: !!str 12\nm: |\n  yes\nn0: \"off\"\no: 9223372036854775808\n",
+            "p: .5\nq: +3\nr: 1:20\ny: x\n~: z\n"
+        ))
+        .unwrap()[0]
+            .value;
+        let want = serde_json::json!({
+            "a": true, "b": false, "c": "on", "d": false, "e": 1000, "f": 15, "g": 5, "h": 8,
+            "i": 31, "j": -15, "k": "2001-12-14", "l": "12", "m": "yes\n", "n0": "off",
+            "o": 9223372036854775808.0_f64, "p": 0.5, "q": 3, "r": "1:20", "true": "x", "null": "z"
+        });
+        assert_eq!(v, &want);
+    }
+
     #[test]
     fn scalars_follow_yaml_core_schema() {
         let objs =
@@ -640,7 +802,7 @@ mod tests {
         assert_eq!(v["c"], "1");
         assert!(v["d"].is_null());
         assert_eq!(v["e"], 1.5);
-        assert_eq!(v["f"], "on");
+        assert_eq!(v["f"], true);
     }
 
     #[test]
@@ -680,10 +842,10 @@ mod tests {
     /// keys override them, and of a list the earlier mappings win.
     #[test]
     fn merge_keys_are_applied() {
-        let text = "base: &b\n  a: 1\n  b: 2\nextra: &e\n  a: 9\n  c: 4\nx:\n  <<: *b\n  b: 3\ny:\n  <<: [*b, *e]\nz:\n  b: 0\n  <<: *b\n";
+        let text = "base: &b\n  a: 1\n  b: 2\nextra: &e\n  a: 9\n  c: 4\nx:\n  <<: *b\n  b: 3\nw:\n  <<: [*b, *e]\nz:\n  b: 0\n  <<: *b\n";
         let v = &parse(text).unwrap()[0].value;
         assert_eq!(v["x"], serde_json::json!({"a": 1, "b": 3}));
-        assert_eq!(v["y"], serde_json::json!({"a": 1, "b": 2, "c": 4}));
+        assert_eq!(v["w"], serde_json::json!({"a": 1, "b": 2, "c": 4}));
         assert_eq!(v["z"], serde_json::json!({"a": 1, "b": 2}));
         for bad in ["a: &s 1\nb:\n  <<: *s\n", "b:\n  <<: [1]\n"] {
             let err = parse(bad).unwrap_err();

@@ -765,7 +765,7 @@ fn objects_without_a_namespace_are_judged_in_the_one_given() {
 fn workloads_under_unserved_versions_are_refused() {
     let rules = crate::rules::config::RuleSet::default();
     let doc = |api: &str, kind: &str| {
-        format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: n}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: i}}]}}}}}}\n")
+        format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: i}}]}}}}}}\n")
     };
     let cases = [
         (
