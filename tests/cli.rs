@@ -1558,3 +1558,56 @@ fn explain_applies_the_runtime_class_of_a_dump() {
     );
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A subset whose feasible nodes have room for fewer of its pods than the distribution gives
+/// it is flagged, with how many fit, and `explain` exits 1: the rest would stay Pending.
+#[test]
+fn explain_workloadspread_counts_the_room_of_each_subset() {
+    let dir = temp_dir("ws-room");
+    let ws = dir.join("ws.yaml");
+    std::fs::write(
+        &ws,
+        "apiVersion: apps.kruise.io/v1alpha1\nkind: WorkloadSpread\nmetadata: {name: ws, namespace: default}\nspec:\n  targetRef: {apiVersion: apps.kruise.io/v1alpha1, kind: CloneSet, name: web}\n  subsets:\n  - {name: a, requiredNodeSelectorTerm: {matchExpressions: [{key: zone, operator: In, values: [z1]}]}, maxReplicas: 1}\n  - {name: b, requiredNodeSelectorTerm: {matchExpressions: [{key: zone, operator: In, values: [z2]}]}}\n",
+    )
+    .unwrap();
+    let cs = dir.join("cs.yaml");
+    std::fs::write(
+        &cs,
+        "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: web, namespace: default}\nspec:\n  replicas: 4\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 500m}}}]}\n",
+    )
+    .unwrap();
+    // n2 (z2) has 1 CPU left of 2: room for two 500m pods, and the subset gets three.
+    let dump = dir.join("dump.yaml");
+    std::fs::write(
+        &dump,
+        "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {zone: z1}}, status: {allocatable: {cpu: \"2\", pods: \"110\"}}}\n- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {zone: z2}}, status: {allocatable: {cpu: \"2\", pods: \"110\"}}}\n- {apiVersion: v1, kind: Pod, metadata: {name: e1, namespace: default}, spec: {nodeName: n2, containers: [{name: c, image: x, resources: {requests: {cpu: \"1\"}}}]}}\n",
+    )
+    .unwrap();
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "explain".to_string(),
+            "--workloadspread".into(),
+            ws.display().to_string(),
+            "--workload".into(),
+            cs.display().to_string(),
+            "--cluster".into(),
+            dump.display().to_string(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let a = args(&[]);
+    let r = run(&a.iter().map(String::as_str).collect::<Vec<_>>(), None);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("b       -    3     zone In [z2]   n2 (room for 2 of its 3 pod(s): the rest stay Pending)\n"),
+        "{}",
+        r.stdout
+    );
+    let a = args(&["-o", "json"]);
+    let r = run(&a.iter().map(String::as_str).collect::<Vec<_>>(), None);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["subsets"][0]["room"], 4);
+    assert_eq!(v["subsets"][1]["room"], 2);
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -486,7 +486,19 @@ pub fn workloadspread(
                 .filter(|r| r.feasible)
                 .map(|r| r.name.as_str())
                 .collect();
+            // Room for how many of the subset's pods: what the feasible nodes have left, by
+            // resources and pod slots (one a node for a pod with host ports); null when some
+            // feasible node's resources are not in the dump. What the pods do to each other
+            // (their own spread or anti-affinity) is not counted.
+            let room = results
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.feasible)
+                .try_fold(0u64, |sum, (i, _)| {
+                    filter::room(&c.nodes[i], &c.usage[i], &t.spec).map(|n| sum.saturating_add(n))
+                });
             entry["feasibleNodes"] = json!(feasible);
+            entry["room"] = json!(room);
             entry["summary"] = json!(filter::summary(&results));
         }
         subsets.push(entry);
@@ -500,16 +512,18 @@ pub fn workloadspread(
     }))
 }
 
-/// How many subsets of a [`workloadspread`] result are given pods that no node can hold (0
-/// without a cluster).
+/// How many subsets of a [`workloadspread`] result are given more pods than their feasible
+/// nodes have room for (0 without a cluster).
 pub fn stranded_subsets(v: &Value) -> usize {
     v["subsets"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|s| {
-            s["pods"].as_i64().is_some_and(|n| n > 0)
-                && s["feasibleNodes"].as_array().is_some_and(Vec::is_empty)
+            let pods = s["pods"].as_u64().unwrap_or(0);
+            pods > 0
+                && (s["feasibleNodes"].as_array().is_some_and(Vec::is_empty)
+                    || s["room"].as_u64().is_some_and(|room| room < pods))
         })
         .count()
 }
@@ -529,11 +543,16 @@ pub fn workloadspread_text(v: &Value) -> String {
             let feasible = match s["feasibleNodes"].as_array() {
                 None => "-".to_string(),
                 Some(n) if n.is_empty() => format!("NONE: {}", s["summary"].as_str().unwrap_or("")),
-                Some(n) => n
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                Some(n) => {
+                    let names = n.iter().filter_map(Value::as_str).collect::<Vec<_>>();
+                    match (s["room"].as_u64(), s["pods"].as_u64()) {
+                        (Some(room), Some(pods)) if room < pods => format!(
+                            "{} (room for {room} of its {pods} pod(s): the rest stay Pending)",
+                            names.join(", ")
+                        ),
+                        _ => names.join(", "),
+                    }
+                }
             };
             [
                 s["name"].as_str().unwrap_or("").to_string(),

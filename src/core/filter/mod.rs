@@ -12,6 +12,8 @@ mod node_unschedulable;
 mod taint_toleration;
 mod topology_spread;
 
+pub use node_resources_fit::room;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};

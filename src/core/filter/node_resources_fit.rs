@@ -71,3 +71,34 @@ impl NodeResourcesFit {
         out
     }
 }
+
+/// How many pods of `spec` a node still has room for by NodeResourcesFit's accounting (pod
+/// slots and every requested resource) and, when the pod binds host ports, one; `None` for a
+/// node whose resources the snapshot does not give (a hand-written node).
+pub fn room(node: &Node, usage: &NodeUsage, spec: &PodSpec) -> Option<u64> {
+    let alloc = node.allocatable.as_ref()?;
+    let free = |have: i64, used: i64| have.saturating_sub(used).max(0);
+    let mut n = u64::try_from(free(alloc.pods, i64::from(usage.pods))).unwrap_or(0);
+    let req = pod_requests(spec);
+    let (a, used) = (&alloc.resources, &usage.requested);
+    let mut fit = |want: i64, have: i64, taken: i64| {
+        if want > 0 {
+            n = n.min(u64::try_from(free(have, taken) / want).unwrap_or(0));
+        }
+    };
+    fit(req.milli_cpu, a.milli_cpu, used.milli_cpu);
+    fit(req.memory, a.memory, used.memory);
+    fit(
+        req.ephemeral_storage,
+        a.ephemeral_storage,
+        used.ephemeral_storage,
+    );
+    for (name, want) in &req.scalar {
+        let have = a.scalar.get(name).copied().unwrap_or(0);
+        fit(*want, have, used.scalar.get(name).copied().unwrap_or(0));
+    }
+    if !crate::core::resources::host_ports(spec).is_empty() {
+        n = n.min(1);
+    }
+    Some(n)
+}
