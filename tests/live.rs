@@ -677,6 +677,30 @@ fn deployment_mid_rollout(api: &ApiServer) {
     );
 }
 
+/// Where kube-scheduler binds pod `name` of the collection `pods`: the node, or the message of
+/// its Unschedulable condition.
+fn scheduled_or_refused(api: &ApiServer, pods: &str, name: &str) -> Result<String, String> {
+    let mut outcome = Err(String::new());
+    api.eventually(&format!("{name} scheduled or refused"), || {
+        let (_, v) = api.curl("GET", &format!("{pods}/{name}"), None);
+        if let Some(n) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+            outcome = Ok(n.to_string());
+            return true;
+        }
+        let refused = v["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable");
+        if let Some(c) = refused {
+            outcome = Err(c["message"].as_str().unwrap_or("").to_string());
+            return true;
+        }
+        false
+    });
+    outcome
+}
+
 /// Two semantics a differential run against kube-scheduler v1.36.2 found, checked against the
 /// running scheduler: a terminating pod still counts for inter-pod anti-affinity, and a spread
 /// constraint with `labelSelector: {}` counts no pods (kubernetes#141339). Each pod is created
@@ -708,25 +732,7 @@ fn scheduler_semantics(api: &ApiServer) {
             &json!({"spec": {"schedulingGates": null}}),
         );
         assert_eq!(code, 200, "{body}");
-        let mut outcome = Err(String::new());
-        api.eventually(&format!("{name} scheduled or refused"), || {
-            let (_, v) = api.curl("GET", &format!("{pods}/{name}"), None);
-            if let Some(n) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-                outcome = Ok(n.to_string());
-                return true;
-            }
-            let refused = v["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable");
-            if let Some(c) = refused {
-                outcome = Err(c["message"].as_str().unwrap_or("").to_string());
-                return true;
-            }
-            false
-        });
-        (explained, outcome)
+        (explained, scheduled_or_refused(api, &pods, name))
     };
     // Anti-affinity to db over zones, held to zone-a: the terminating db pod there still shuts
     // it, so the pod stays Pending, for the scheduler's reason.
@@ -810,26 +816,7 @@ fn runtime_classes(api: &ApiServer) {
     // Where the scheduler binds a pod created from `manifest`, or its Unschedulable message.
     let scheduled = |manifest: &Value| -> Result<String, String> {
         created(api, &pods, manifest.clone());
-        let name = manifest["metadata"]["name"].as_str().unwrap();
-        let mut outcome = Err(String::new());
-        api.eventually(&format!("{name} scheduled or refused"), || {
-            let (_, v) = api.curl("GET", &format!("{pods}/{name}"), None);
-            if let Some(n) = v["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-                outcome = Ok(n.to_string());
-                return true;
-            }
-            let refused = v["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable");
-            if let Some(c) = refused {
-                outcome = Err(c["message"].as_str().unwrap_or("").to_string());
-                return true;
-            }
-            false
-        });
-        outcome
+        scheduled_or_refused(api, &pods, manifest["metadata"]["name"].as_str().unwrap())
     };
     // The class's selector and toleration: only the tainted zone-c node.
     let sandboxed = pod("sandboxed", "0", json!({"runtimeClassName": "gpu-sandbox"}));
