@@ -264,10 +264,9 @@ impl Checker {
 
     /// One document starting on 0-based line `offset` of `file`.
     fn check_document(&mut self, file: &str, offset: usize, doc: &str) {
-        match manifest::parse_document_at(doc, offset) {
-            Ok(objects) => objects
-                .into_iter()
-                .for_each(|o| self.check_object(file, o, None)),
+        // Objects are checked as they are read: those before an error keep their findings.
+        match manifest::parse_document_each(doc, offset, |o| self.check_object(file, o, None)) {
+            Ok(()) => {}
             Err(e) => self.report.diagnostics.push(Diagnostic::file_level(
                 file,
                 manifest::Pos {

@@ -108,25 +108,44 @@ fn scalar_to_json(s: &Scalar) -> Value {
 }
 
 /// A scalar as kubectl's YAML reader (go-yaml v2, through sigs.k8s.io/yaml) resolves it, which
-/// is YAML 1.1's: a quoted or block scalar is a string; a tag says what it is; a plain scalar
-/// is a boolean also as `yes`, `no`, `on`, `off`, `y` and `n` (any of their case forms), an
-/// integer also with `_` between digits, a leading `0` (octal) or `0b` (binary), and a
-/// timestamp stays the string written.
-fn resolve<'a>(node: &'a MarkedYaml) -> Option<Cow<'a, Scalar<'a>>> {
-    match &node.data {
-        YamlData::Value(s) => Some(Cow::Borrowed(s)),
-        YamlData::Representation(r, style, tag) => {
-            Some(Cow::Owned(if *style != ScalarStyle::Plain {
-                Scalar::String(Cow::Borrowed(r.as_ref()))
-            } else if tag.is_some() {
-                Scalar::parse_from_cow_and_metadata(Cow::Borrowed(r.as_ref()), *style, tag.as_ref())
-                    .unwrap_or(Scalar::String(Cow::Borrowed(r.as_ref())))
-            } else {
-                go_yaml_v2(r)
-            }))
+/// is YAML 1.1's: a quoted or block scalar is a string; a plain scalar is a boolean also as
+/// `yes`, `no`, `on`, `off`, `y` and `n` (any of their case forms), an integer also with `_`
+/// between digits, a leading `0` (octal) or `0b` (binary), and a timestamp stays the string
+/// written. A core tag (`!!int`, `!!float`, `!!bool`) resolves the text, quoted or not, and
+/// must get its kind (`!!float` takes an integer as a float); `!!str` and any other tag leave
+/// the text a string. The error is go-yaml's, for a tag the text does not fit.
+fn resolve<'a>(node: &'a MarkedYaml) -> Result<Option<Cow<'a, Scalar<'a>>>, String> {
+    let (text, style, tag) = match &node.data {
+        YamlData::Value(s) => return Ok(Some(Cow::Borrowed(s))),
+        YamlData::Representation(r, style, tag) => (r.as_ref(), *style, tag.as_deref()),
+        _ => return Ok(None),
+    };
+    let string = || Scalar::String(Cow::Borrowed(text));
+    let scalar = match tag {
+        None if style == ScalarStyle::Plain => go_yaml_v2(text),
+        Some(t)
+            if t.is_yaml_core_schema() && matches!(t.suffix.as_str(), "int" | "float" | "bool") =>
+        {
+            match (t.suffix.as_str(), go_yaml_v2(text)) {
+                ("int", s @ Scalar::Integer(_))
+                | ("bool", s @ Scalar::Boolean(_))
+                | ("float", s @ Scalar::FloatingPoint(_)) => s,
+                ("float", Scalar::Integer(i)) => Scalar::FloatingPoint((i as f64).into()),
+                (want, got) => {
+                    let was = match got {
+                        Scalar::Null => "!!null",
+                        Scalar::Boolean(_) => "!!bool",
+                        Scalar::Integer(_) => "!!int",
+                        Scalar::FloatingPoint(_) => "!!float",
+                        Scalar::String(_) => "!!str",
+                    };
+                    return Err(format!("cannot decode {was} `{text}` as a !!{want}"));
+                }
+            }
         }
-        _ => None,
-    }
+        _ => string(),
+    };
+    Ok(Some(Cow::Owned(scalar)))
 }
 
 /// go-yaml v2's `resolve` of a plain, untagged scalar.
@@ -226,7 +245,7 @@ fn is_yaml_style_float(s: &str) -> bool {
 }
 
 fn key_string(node: &MarkedYaml) -> String {
-    match (&node.data, resolve(node)) {
+    match (&node.data, resolve(node).ok().flatten()) {
         (_, Some(s)) => match s.as_ref() {
             Scalar::String(s) => s.to_string(),
             s => match scalar_to_json(s) {
@@ -247,7 +266,7 @@ fn is_merge_key(node: &MarkedYaml) -> bool {
 
 /// Whether a node is the plain or quoted string `s`.
 fn is_string(node: &MarkedYaml, want: impl Fn(&str) -> bool) -> bool {
-    matches!(resolve(node).as_deref(), Some(Scalar::String(s)) if want(s))
+    matches!(resolve(node).ok().flatten().as_deref(), Some(Scalar::String(s)) if want(s))
 }
 
 fn syntax_error(node: &MarkedYaml, message: &str) -> SyntaxError {
@@ -271,7 +290,7 @@ fn convert(
         // number beyond float64's range (`1e400`) it keeps as the string written. Converted to
         // null, either would be judged as an unset field.
         YamlData::Value(_) | YamlData::Representation(..) => {
-            let Some(scalar) = resolve(node) else {
+            let Some(scalar) = resolve(node).map_err(|e| syntax_error(node, &e))? else {
                 return Ok(Value::Null);
             };
             let f = match scalar.as_ref() {
@@ -307,12 +326,19 @@ fn convert(
         }
         YamlData::Mapping(map) => {
             let mut out = Map::new();
+            let mut written = std::collections::HashSet::new();
             for (k, v) in map {
                 if is_merge_key(k) {
                     merge(text, v, ptr, positions, &mut out)?;
                     continue;
                 }
                 let key = key_string(k);
+                if !written.insert(key.clone()) {
+                    return Err(syntax_error(
+                        k,
+                        &format!("duplicated key in mapping: {key:?}"),
+                    ));
+                }
                 let p = format!("{ptr}/{}", key.replace('~', "~0").replace('/', "~1"));
                 positions.insert(p.clone(), pos(&k.span.start));
                 let value = convert(text, v, &p, positions)?;
@@ -537,78 +563,118 @@ pub fn parse(text: &str) -> Result<Vec<Object>, SyntaxError> {
 pub fn parse_each(text: &str, mut each: impl FnMut(Object)) -> Result<(), SyntaxError> {
     let mut first_error = None;
     for (offset, doc) in documents(text) {
-        let objects = match parse_document_at(doc, offset) {
-            Ok(o) => o,
-            Err(e) => {
-                first_error.get_or_insert(e);
-                continue;
-            }
-        };
-        objects.into_iter().for_each(&mut each);
+        if let Err(e) = parse_document_each(doc, offset, &mut each) {
+            first_error.get_or_insert(e);
+        }
     }
     first_error.map_or(Ok(()), Err)
 }
 
-/// A document that is a stream of JSON objects one after another (`jq -c '.items[]'`):
-/// kubectl's YAMLOrJSONDecoder reads input whose first byte past white space is `{` as JSON
-/// values in sequence, which YAML refuses after the first. The byte ranges of the values when
-/// there are two or more, and where the text stops being JSON (read from there as YAML, for
-/// its objects or its error); `None` for one value or none (read as YAML, as it always was).
-fn json_stream(doc: &str) -> Option<(Vec<std::ops::Range<usize>>, Option<usize>)> {
-    if !doc.trim_start().starts_with('{') {
-        return None;
-    }
-    let mut values = Vec::new();
-    let mut stream = serde_json::Deserializer::from_str(doc).into_iter::<serde::de::IgnoredAny>();
-    let mut start = doc.len() - doc.trim_start().len();
-    let rest = loop {
-        match stream.next() {
-            None => break None,
-            Some(Ok(_)) => {
-                let end = stream.byte_offset();
-                values.push(start..end);
-                start = end + (doc[end..].len() - doc[end..].trim_start().len());
-            }
-            Some(Err(_)) => break Some(start),
-        }
-    };
-    (values.len() + usize::from(rest.is_some()) > 1).then_some((values, rest))
-}
-
-/// One document that starts on 0-based line `offset` of its file: positions are file lines.
-pub fn parse_document_at(doc: &str, offset: usize) -> Result<Vec<Object>, SyntaxError> {
-    if let Some((values, rest)) = json_stream(doc) {
-        // Each value read alone, at its own line and column of the file.
-        let at = |start: usize| {
-            let before = &doc[..start];
-            let line = before.matches('\n').count();
-            let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
-                .chars()
-                .count();
-            (line, column)
+/// One document that starts on 0-based line `offset` of its file, its objects handed to
+/// `each` one at a time (positions are file lines). A document that is a stream of JSON
+/// objects one after another (`jq -c '.items[]'`) is read as kubectl's YAMLOrJSONDecoder reads
+/// input whose first byte past white space is `{`: value by value, each at its own line and
+/// column, and only one held at a time; two or more values followed by what is not JSON are
+/// an error there, as kubectl, having read JSON values, does not switch to YAML. One value
+/// followed by anything else is read as YAML, as kubectl reads it again then.
+pub fn parse_document_each(
+    doc: &str,
+    offset: usize,
+    mut each: impl FnMut(Object),
+) -> Result<(), SyntaxError> {
+    if doc.trim_start().starts_with('{') {
+        let mut stream =
+            serde_json::Deserializer::from_str(doc).into_iter::<serde::de::IgnoredAny>();
+        let first = match stream.next() {
+            Some(Ok(_)) => stream.byte_offset(),
+            _ => usize::MAX,
         };
-        let mut out = Vec::new();
-        let ends = rest.map(|r| r..doc.len());
-        for range in values.into_iter().chain(ends) {
-            let (line, column) = at(range.start);
-            let text = format!("{}{}", " ".repeat(column), &doc[range]);
-            out.extend(parse_document_at(&text, offset + line)?);
+        let second = first != usize::MAX && matches!(stream.next(), Some(Ok(_)));
+        if second {
+            return json_values(doc, offset, &mut each);
         }
-        return Ok(out);
     }
-    let mut objects = parse_document(doc).map_err(|mut e| {
+    let objects = parse_document(doc).map_err(|mut e| {
         e.pos_line += offset;
         e
     })?;
-    for o in &mut objects {
+    for mut o in objects {
         for p in o.positions.values_mut() {
             p.line += offset;
         }
+        each(o);
     }
-    Ok(objects)
+    Ok(())
+}
+
+/// A document of two or more JSON values ([`parse_document_each`]): each value read alone and
+/// its positions moved to where it stands, the line and column carried forward from value to
+/// value, so a stream is read in time linear in its size.
+fn json_values(doc: &str, offset: usize, each: &mut impl FnMut(Object)) -> Result<(), SyntaxError> {
+    let mut stream = serde_json::Deserializer::from_str(doc).into_iter::<serde::de::IgnoredAny>();
+    // Where `at` is: its 0-based line in `doc` and its 0-based column in characters.
+    let (mut at, mut line, mut column) = (0, 0, 0);
+    let mut advance = |to: usize, at: &mut usize| {
+        for c in doc[*at..to].chars() {
+            if c == '\n' {
+                line += 1;
+                column = 0;
+            } else {
+                column += 1;
+            }
+        }
+        *at = to;
+        (line, column)
+    };
+    loop {
+        let start = at + (doc[at..].len() - doc[at..].trim_start().len());
+        let (l, c) = advance(start, &mut at);
+        let shift = |p: &mut Pos, first_line: bool| {
+            if first_line {
+                p.column += c;
+            }
+            p.line += offset + l;
+        };
+        match stream.next() {
+            None => return Ok(()),
+            Some(Ok(_)) => {
+                let end = stream.byte_offset();
+                for mut o in parse_document(&doc[start..end]).map_err(|e| SyntaxError {
+                    pos_line: e.pos_line + offset + l,
+                    pos_col: if e.pos_line == 1 {
+                        e.pos_col + c
+                    } else {
+                        e.pos_col
+                    },
+                    ..e
+                })? {
+                    for p in o.positions.values_mut() {
+                        let first = p.line == 1;
+                        shift(p, first);
+                    }
+                    each(o);
+                }
+                advance(end, &mut at);
+            }
+            Some(Err(e)) => {
+                // At the start of the value that is not JSON; serde_json's message says where
+                // in it.
+                return Err(SyntaxError {
+                    pos_line: offset + l + 1,
+                    pos_col: c + 1,
+                    message: format!(
+                        "not valid JSON after the JSON objects before it (kubectl reads such a file as JSON values one after another): {e}"
+                    ),
+                    no_json: false,
+                });
+            }
+        }
+    }
 }
 
 /// The YAML text's documents, their scalars as written ([`resolve`] reads them as kubectl does).
+/// The loader refuses a key written twice the same way; [`convert`] compares them once resolved
+/// too (`name` and `"name"`, or `yes` and `true`, are one key to kubectl).
 fn load(text: &str) -> Result<Vec<MarkedYaml<'_>>, saphyr::ScanError> {
     let mut parser = saphyr_parser::Parser::new_from_str(text);
     let mut loader = saphyr::YamlLoader::<MarkedYaml>::default();
@@ -690,9 +756,41 @@ mod tests {
             objects[2].positions["/metadata"],
             Pos { line: 3, column: 1 }
         );
-        // Broken after two objects: the error is where the third starts going wrong.
-        let err = parse("{\"kind\":\"Pod\"}\n{\"kind\":\"Pod\"}\n{\"kind\": [}\n").unwrap_err();
-        assert_eq!((err.pos_line, err.pos_col), (3, 11));
+        // Broken after two objects: the error is where the third goes wrong, and the objects
+        // before it are read.
+        let mut read = 0;
+        let err = parse_each(
+            "{\"kind\":\"Pod\"}\n{\"kind\":\"Pod\"}\n{\"kind\": [}\n",
+            |_| read += 1,
+        )
+        .unwrap_err();
+        assert_eq!((read, err.pos_line, err.pos_col), (2, 3, 1));
+        assert!(
+            err.message
+                .starts_with("not valid JSON after the JSON objects before it"),
+            "{}",
+            err.message
+        );
+        // After two JSON objects, YAML is not read either (kubectl does not switch back).
+        let err = parse("{\"kind\":\"Pod\"}\n{\"kind\":\"Pod\"}\nfoo: bar\n").unwrap_err();
+        assert_eq!((err.pos_line, err.pos_col), (3, 1));
+        // One JSON object and then YAML: the whole document is read as YAML, which refuses it.
+        let err = parse("{\"kind\":\"Pod\"}\nfoo: bar\n").unwrap_err();
+        assert_eq!(err.pos_line, 2, "{err:?}");
+        // A long stream on one line is read value by value, each at its column.
+        let line: String = (0..2000)
+            .map(|i| format!("{{\"kind\":\"Pod\",\"n\":{i}}}"))
+            .collect();
+        let objects = parse(&line).unwrap();
+        assert_eq!(objects.len(), 2000);
+        let last = line.rfind('{').unwrap() + 1;
+        assert_eq!(
+            objects[1999].start(),
+            Pos {
+                line: 1,
+                column: last
+            }
+        );
         // Not a stream: one object, a YAML flow mapping, with a second document after `---`.
         assert_eq!(parse("{\"kind\": \"Pod\"}\n").unwrap().len(), 1);
         assert_eq!(
@@ -775,20 +873,27 @@ mod tests {
         let v = &parse(concat!(
             "a: yes\nb: No\nc: 'on'\nd: n\ne: 1_000\nf: 017\ng: 0b101\nh: 08\ni: 0x1F\n",
             "j: -0o17\nk: 2001-12-14\nl: !!str 12\nm: |\n  yes\nn0: \"off\"\no: 9223372036854775808\n",
-            "p: .5\nq: +3\nr: 1:20\ny: x\n~: z\n"
+            "p: .5\nq: +3\nr: 1:20\ny: x\n~: z\n",
+            "t1: !!int 017\nt2: !!bool yes\nt3: !!int \"12\"\nt4: !custom 12\nt5: ! 12\nt6: !!str 12\nt7: !!float 1\n"
         ))
         .unwrap()[0]
             .value;
         let want = serde_json::json!({
             "a": true, "b": false, "c": "on", "d": false, "e": 1000, "f": 15, "g": 5, "h": 8,
             "i": 31, "j": -15, "k": "2001-12-14", "l": "12", "m": "yes\n", "n0": "off",
-            "o": 9223372036854775808.0_f64, "p": 0.5, "q": 3, "r": "1:20", "true": "x", "null": "z"
+            "o": 9223372036854775808.0_f64, "p": 0.5, "q": 3, "r": "1:20", "true": "x", "null": "z",
+            "t1": 15, "t2": true, "t3": 12, "t4": "12", "t5": "12", "t6": "12", "t7": 1
         });
         assert_eq!(v, &want);
+        // A tag the text does not fit is go-yaml's error, where it stands.
+        let err = parse("a: 1\nb: !!int abc\n").unwrap_err();
+        assert_eq!(err.message, "cannot decode !!str `abc` as a !!int");
+        assert_eq!((err.pos_line, err.pos_col), (2, 4));
     }
 
+    /// Integral floats as kubectl sends them, and the plain scalars both YAML versions agree on.
     #[test]
-    fn scalars_follow_yaml_core_schema() {
+    fn integral_floats_and_plain_scalars() {
         let objs =
             parse("a: 1\nb: true\nc: '1'\nd: null\ne: 1.5\nf: on\ng: 1.0\nh: 1e3\ni: -2.0\n")
                 .unwrap();
@@ -908,6 +1013,24 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.message, "duplicated key in mapping: \"metadata\"");
         assert_eq!((err.pos_line, err.pos_col), (4, 1));
+        // The same key written another way is the same key to kubectl.
+        for (text, key, at) in [
+            (
+                "kind: Pod\nmetadata: {name: p}\n\"metadata\": {name: q}\n",
+                "metadata",
+                (3, 1),
+            ),
+            ("a: {yes: 1, true: 2}\n", "true", (1, 13)),
+            ("a: {1: x, 0x1: y}\n", "1", (1, 11)),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!(
+                err.message,
+                format!("duplicated key in mapping: {key:?}"),
+                "{text}"
+            );
+            assert_eq!((err.pos_line, err.pos_col), at, "{text}");
+        }
     }
 
     #[test]

@@ -65,8 +65,9 @@ impl RuleSet {
             });
         }
         let mut path = String::new();
-        // YAML 1.2's booleans only: `no` and `off` are strings to the manifest reader too (and
-        // in kubectl's YAML), so a rule file never reads them as false.
+        // YAML 1.2's booleans only: where a boolean is taken, `no` or `off` is refused, never
+        // read as false (or, by a reader of YAML 1.2, as a string taken for true). Manifests are
+        // read as kubectl reads them (YAML 1.1); a rule file takes `true` and `false` alone.
         let mut options = serde_saphyr::Options::default();
         options.strict_booleans = true;
         let parsed = serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
