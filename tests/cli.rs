@@ -551,7 +551,7 @@ fn test_command_runs_each_suite_once_and_refuses_files_that_are_no_case() {
     );
     assert!(
         r.stderr
-            .contains("up (a link to a directory walked already"),
+            .contains("up (a directory walked already: a link back up"),
         "{}",
         r.stderr
     );
@@ -580,6 +580,57 @@ fn test_command_runs_each_suite_once_and_refuses_files_that_are_no_case() {
         r.stdout
     );
     assert!(!suite.join("cm.yaml.expected.yaml").exists());
+    // Nor is an AdmissionReview beside another document; a FIFO named like a case is left
+    // out with a line; a suite with no case beside its rules.yaml fails.
+    std::fs::remove_file(suite.join("cm.yaml")).unwrap();
+    std::fs::remove_file(suite.join("empty.yaml")).unwrap();
+    std::fs::write(
+        suite.join("two.yaml"),
+        format!(
+            "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\n",
+            serde_saphyr::to_string(&value).unwrap()
+        ),
+    )
+    .unwrap();
+    let fifo = suite.join("fifo.yaml");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let empty = root.join("empty-suite");
+    std::fs::create_dir_all(empty.join("cases")).unwrap();
+    std::fs::write(
+        empty.join("rules.yaml"),
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\n",
+    )
+    .unwrap();
+    std::fs::write(
+        empty.join("cases/pod.yaml"),
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
+    )
+    .unwrap();
+    let r = run(&["test", root.to_str().unwrap()], None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("two.yaml: not a case: an AdmissionReview is a case alone in its file"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "FAILED  {}: no case beside its rules.yaml\n",
+            empty.display()
+        )),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("fifo.yaml (not a regular file)"),
+        "{}",
+        r.stderr
+    );
     std::fs::remove_dir_all(root).ok();
 }
 
@@ -998,6 +1049,10 @@ fn exclude_globs_ignore_a_leading_dot_slash() {
         ("bad/", 2),
         ("**/app.yaml", 1),
         ("app.yaml/", 3),
+        ("/app.yaml", 2),
+        ("./app.yaml", 2),
+        ("/bad/", 2),
+        ("/one.yaml", 3),
     ] {
         let out = Command::new(BIN)
             .current_dir(&dir)

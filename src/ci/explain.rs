@@ -73,6 +73,12 @@ fn placeable(objects: &[Object]) -> Vec<(&Object, Kind)> {
         .collect()
 }
 
+/// Whether the object [`pod_from`] places is a Pod read from the API server (it has a
+/// `metadata.uid`): admission, the RuntimeClass plugin's additions included, is behind it.
+pub fn admitted_pod(objects: &[Object]) -> bool {
+    matches!(placeable(objects).as_slice(), [(o, Kind::Pod)] if crate::k8s::manifest::from_api_server(&o.value))
+}
+
 /// [`caveats`] of the object [`pod_from`] places.
 pub fn file_caveats(objects: &[Object]) -> Vec<String> {
     match placeable(objects).as_slice() {
@@ -480,6 +486,11 @@ pub fn workloadspread(
         if let Some(c) = cluster {
             let t = workload::parse_value(Kind::Pod, &pod)
                 .map_err(|e| ExplainError(format!("subset {}: {e}", share.subset)))?;
+            // With what its RuntimeClass adds at admission (its overhead counts for the room),
+            // where the dump holds the class.
+            let t = crate::core::runtime_class::admitted(&t, &c.runtime_classes)
+                .map(std::borrow::Cow::into_owned)
+                .unwrap_or(t);
             let results = filter::evaluate(c, &t, &namespace);
             let feasible: Vec<&str> = results
                 .iter()

@@ -136,16 +136,18 @@ fn headline(d: &Diagnostic) -> String {
     .into_owned()
 }
 
-/// `s` with its control characters escaped (`\n`, `\u{1b}`): a finding is one line, and an
-/// object's name or a value quoted in a message must not start a line of its own that CI
-/// problem matchers would read as another finding, nor drive the terminal.
+/// `s` with its control characters and line separators escaped (`\n`, `\u{1b}`,
+/// `\u{2028}`): a finding is one line, and an object's name or a value quoted in a message
+/// must not start a line of its own that CI problem matchers or editors would read as another
+/// finding, nor drive the terminal.
 fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    let breaks = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !s.chars().any(breaks) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if c.is_control() {
+        if breaks(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -275,7 +277,7 @@ fn artifact(file: &str, root: Option<&str>) -> (String, Option<&'static str>) {
         match (lexical(file), root) {
             (Some(rel), _) => return (encode_path(&rel), Some(SRCROOT)),
             (None, Some(r)) => {
-                return artifact(&format!("{}/{file}", r.trim_end_matches('/')), None)
+                return artifact(&format!("{}/{file}", r.trim_end_matches('/')), root)
             }
             (None, None) => return (encode_path(file), Some(SRCROOT)),
         }
@@ -510,8 +512,6 @@ pub fn junit(r: &Report) -> String {
 mod tests {
     use super::*;
 
-    /// A name with a line break cannot forge a finding line of its own in the text output
-    /// (the apiserver refuses such a name, but `check` reads what it is given).
     /// SARIF locations stay inside `%SRCROOT%` as GitHub code scanning needs them: `..` taken
     /// out of a relative path, and one that climbs out of the root named absolutely.
     #[test]
@@ -521,6 +521,7 @@ mod tests {
             ("./a/../c/dep.yaml", ("c/dep.yaml", Some(SRCROOT))),
             ("c/./dep.yaml", ("c/dep.yaml", Some(SRCROOT))),
             ("../c/dep.yaml", ("file:///work/c/dep.yaml", None)),
+            ("../repo/sub/p.yaml", ("sub/p.yaml", Some(SRCROOT))),
             ("/work/repo/a/../b.yaml", ("b.yaml", Some(SRCROOT))),
             ("/elsewhere/b.yaml", ("file:///elsewhere/b.yaml", None)),
             ("<stdin>", ("stdin", None)),
@@ -530,10 +531,12 @@ mod tests {
         }
     }
 
+    /// A name with a line break cannot forge a finding line of its own in the text output
+    /// (the apiserver refuses such a name, but `check` reads what it is given).
     #[test]
     fn a_finding_is_one_line_whatever_its_object_is_called() {
         let d = Diagnostic {
-            object: "Pod n/p\nfake.yaml:1:1: error[x] injected\u{1b}[2J".into(),
+            object: "Pod n/p\nfake.yaml:1:1: error[x] injected\u{1b}[2J\u{2028}".into(),
             path: "spec".into(),
             hint: Some("a\rb".into()),
             ..Diagnostic::file_level("a\nb.yaml", Pos { line: 1, column: 1 }, "r", "m".into())
@@ -544,7 +547,7 @@ mod tests {
         };
         assert_eq!(
             findings_text(&r, false),
-            "a\\nb.yaml:1:1: error[r] Pod n/p\\nfake.yaml:1:1: error[x] injected\\u{1b}[2J: spec: m\n    help: a\\rb\n"
+            "a\\nb.yaml:1:1: error[r] Pod n/p\\nfake.yaml:1:1: error[x] injected\\u{1b}[2J\\u{2028}: spec: m\n    help: a\\rb\n"
         );
     }
 }

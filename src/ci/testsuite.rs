@@ -33,7 +33,7 @@ pub fn find_suites(roots: &[PathBuf]) -> (Vec<PathBuf>, Vec<crate::cli::inputs::
         if std::fs::canonicalize(dir).is_ok_and(|real| !seen.insert(real)) {
             skipped.push(Skipped {
                 path: dir.to_path_buf(),
-                why: "a link to a directory walked already (a file system loop, or a second way to one)",
+                why: "a directory walked already: a link back up (a file system loop), a second way to it, or a folder given twice",
             });
             return;
         }
@@ -63,14 +63,29 @@ pub fn find_suites(roots: &[PathBuf]) -> (Vec<PathBuf>, Vec<crate::cli::inputs::
     (out, skipped)
 }
 
-/// The case files of a suite.
+/// The case files of a suite: files beside its `rules.yaml` named like manifests.
 pub fn cases(suite: &Path) -> Vec<PathBuf> {
+    named_cases(suite)
+        .into_iter()
+        .filter(|p| p.is_file())
+        .collect()
+}
+
+/// What is named like a case but is no regular file (a FIFO would block the run, a directory
+/// is no case): left out, and said.
+pub fn not_files(suite: &Path) -> Vec<PathBuf> {
+    named_cases(suite)
+        .into_iter()
+        .filter(|p| !p.is_file())
+        .collect()
+}
+
+fn named_cases(suite: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(suite) else {
         return Vec::new();
     };
     let mut out: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
         .filter(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             name != RULES_FILE
@@ -127,6 +142,11 @@ pub fn outcome(name: &str, text: &str, rules: &RuleSet) -> Result<String, String
     } else if let Some(review) = yaml_review(text) {
         // An AdmissionReview written as YAML: sent as the apiserver would send it, as JSON.
         review_outcome(name, &review, rules)
+    } else if review_among_others(text) {
+        return Err(
+            "not a case: an AdmissionReview is a case alone in its file, and this file holds other documents too"
+                .to_string(),
+        );
     } else {
         manifest_outcome(name, text, rules)?
     };
@@ -140,6 +160,14 @@ fn yaml_review(text: &str) -> Option<String> {
         [one] if one.value["kind"] == "AdmissionReview" => serde_json::to_string(&one.value).ok(),
         _ => None,
     }
+}
+
+/// Whether a YAML file holds an AdmissionReview among other documents (which would be
+/// snapshotted as a manifest, the review passed over).
+fn review_among_others(text: &str) -> bool {
+    manifest::parse(text).is_ok_and(|objects| {
+        objects.len() > 1 && objects.iter().any(|o| o.value["kind"] == "AdmissionReview")
+    })
 }
 
 fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {

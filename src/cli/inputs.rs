@@ -66,18 +66,26 @@ fn is_chart_templates(dir: &Path) -> bool {
         && dir.parent().is_some_and(|p| p.join("Chart.yaml").is_file())
 }
 
-/// An `--exclude` glob, read as a `.gitignore` line is: `dir/` matches directories only, and
-/// `**/x` matches `x` at the top too.
+/// An `--exclude` glob, read as a `.gitignore` line is: `dir/` matches directories only,
+/// `**/x` matches `x` at the top too, and one that starts with `/` (or `./`) is anchored: it
+/// matches the path from the top of the walk, never a name further down.
 pub struct Glob {
     pattern: wildmatch::WildMatch,
     /// For `**/x`: `x`, which `**/` (a directory and a slash) does not match at the top.
     top: Option<wildmatch::WildMatch>,
     dir_only: bool,
+    anchored: bool,
 }
 
 impl Glob {
     pub fn new(pattern: &str) -> Glob {
-        let pattern = pattern.strip_prefix("./").unwrap_or(pattern);
+        let (pattern, anchored) = match pattern
+            .strip_prefix("./")
+            .or_else(|| pattern.strip_prefix('/'))
+        {
+            Some(p) => (p, true),
+            None => (pattern, false),
+        };
         let (pattern, dir_only) = match pattern.strip_suffix('/') {
             Some(p) if !p.is_empty() => (p, true),
             _ => (pattern, false),
@@ -86,6 +94,7 @@ impl Glob {
             pattern: wildmatch::WildMatch::new(pattern),
             top: pattern.strip_prefix("**/").map(wildmatch::WildMatch::new),
             dir_only,
+            anchored,
         }
     }
 
@@ -95,15 +104,18 @@ impl Glob {
 }
 
 /// Whether a glob excludes `p`: matched against the path as shown without a leading `./` (so
-/// `bad/*` works for `check .` as for `check bad/..`), and against the file name.
-fn excluded(p: &Path, is_dir: bool, excludes: &[Glob]) -> bool {
+/// `bad/*` works for `check .` as for `check bad/..`), and, unless anchored, against the file
+/// name. `is_dir` is asked only for a glob that matches directories alone, so that an entry
+/// another glob excludes is never looked at (a hung mount can be left out by name).
+fn excluded(p: &Path, is_dir: impl FnOnce() -> bool, excludes: &[Glob]) -> bool {
     let shown = p.display().to_string();
     let shown = shown.strip_prefix("./").unwrap_or(&shown);
     let name = p.file_name().map(|n| n.to_string_lossy().to_string());
-    excludes
-        .iter()
-        .filter(|g| is_dir || !g.dir_only)
-        .any(|g| g.matches(shown) || name.as_deref().is_some_and(|n| g.matches(n)))
+    let hit = |g: &&Glob| {
+        g.matches(shown) || !g.anchored && name.as_deref().is_some_and(|n| g.matches(n))
+    };
+    let mut hits = excludes.iter().filter(hit);
+    hits.clone().any(|g| !g.dir_only) || hits.next().is_some() && is_dir()
 }
 
 /// Adds the manifests below `dir` to `out`; a directory that cannot be read (at any depth) is
@@ -145,12 +157,12 @@ fn walk(
         let hidden = p
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if excluded(&p, || p.is_dir(), excludes) {
+            continue;
+        }
         // One look at each entry (following links); one that cannot be looked at is kept, to
         // be reported unreadable.
         let meta = std::fs::metadata(&p);
-        if excluded(&p, meta.as_ref().is_ok_and(|m| m.is_dir()), excludes) {
-            continue;
-        }
         if meta.as_ref().is_ok_and(|m| m.is_dir()) {
             if hidden {
                 skipped.push(Skipped {

@@ -94,6 +94,8 @@ pub struct Target {
     pub description: String,
     /// What the filters do not weigh ([`crate::ci::explain::caveats`]).
     pub caveats: Vec<String>,
+    /// A Pod read from the API server: admission (its RuntimeClass's additions) is behind it.
+    pub admitted: bool,
 }
 
 fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, String> {
@@ -114,6 +116,7 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
     };
     let caveats = crate::ci::explain::caveats(kind, v);
     Ok(Target {
+        admitted: kind == Kind::Pod,
         template,
         namespace: ns.to_string(),
         bound,
@@ -183,9 +186,16 @@ pub fn evaluate_bound(
     ns: &str,
     bound: Option<&(String, crate::core::cluster::BoundPod)>,
     cluster_name: &str,
+    admitted_already: bool,
     caveats: &mut Vec<String>,
 ) -> Result<Vec<filter::NodeResult>, String> {
-    let admitted = runtime_class_admitted(cluster, template, cluster_name, caveats);
+    // A pod read from the API server carries what its RuntimeClass added when it was created;
+    // the class may have changed since, or gone.
+    let admitted = if admitted_already {
+        Cow::Borrowed(template)
+    } else {
+        runtime_class_admitted(cluster, template, cluster_name, caveats)
+    };
     let template = admitted.as_ref();
     let Some((node, pod)) = bound else {
         return Ok(filter::evaluate(cluster, template, ns));
@@ -463,6 +473,7 @@ pub fn explain(
                     None => format!("{}", path.display()),
                 };
                 Target {
+                    admitted: crate::ci::explain::admitted_pod(&objs),
                     template,
                     namespace,
                     bound,
@@ -540,6 +551,7 @@ pub fn explain(
             &target.namespace,
             target.bound.as_ref(),
             if dump.is_some() { "the dump" } else { "the cluster" },
+            target.admitted,
             &mut caveats,
         )?;
         // With a dump, the cluster the pod came from may not be the one it is placed in: say so.
@@ -681,7 +693,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
         };
         let mut checker = Checker::new(run.rules);
         let mut owners = Owners::default();
-        let (mut owned, mut finished) = (0, 0);
+        let (mut owned, mut finished, mut unjudged) = (0, 0, 0);
         let (mut any_listed, mut refused) = (false, Vec::new());
         let mut read = 0;
         for kind in AUDITED {
@@ -705,6 +717,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
                     &mut owners,
                     &mut owned,
                     &mut finished,
+                    &mut unjudged,
                 );
             })
             .await;
@@ -724,6 +737,13 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
             ));
         }
         incomplete.extend(refused);
+        if let Some(why) = snapshot.as_ref().and_then(|c| c.runtime_classes_unread.as_deref()) {
+            if unjudged > 0 {
+                incomplete.push(format!(
+                    "placement not checked for {unjudged} template(s) that name a RuntimeClass: the RuntimeClasses could not be listed ({why})"
+                ));
+            }
+        }
         if owned > 0 {
             notes.push(format!(
                 "{owned} object(s) owned by an audited workload were judged through their owner's template"
@@ -779,6 +799,7 @@ fn audit_one(
     owners: &mut Owners,
     owned: &mut usize,
     finished: &mut usize,
+    unjudged: &mut usize,
 ) {
     // A finished pod holds no node and never runs again: its rules are not judged. One its
     // node's kubelet refused at admission is a placement that failed: said so.
@@ -824,10 +845,35 @@ fn audit_one(
             && v["status"]["phase"] == "Pending"
             && v["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
         if pending_pod || running_workload && !owner.is_some_and(|o| o.places) {
-            if let Ok(t) = workload::parse_value(kind, &v) {
-                // A workload's pods get what their RuntimeClass adds (a live pod has it).
-                let mut unused = Vec::new();
-                let t = runtime_class_admitted(cluster, &t, "the cluster", &mut unused);
+            let parsed = workload::parse_value(kind, &v).ok();
+            // A workload's pods get what their RuntimeClass adds at admission (a live pod has
+            // it already): a template the apiserver would refuse pods of is said to be so, and
+            // one whose class could not be listed is not judged, and counted.
+            let admitted = parsed.as_ref().and_then(|t| {
+                if kind == Kind::Pod {
+                    return Some(Cow::Borrowed(t));
+                }
+                let named = t.spec.runtime_class_name.as_deref().unwrap_or_default();
+                match crate::core::runtime_class::admitted(t, &cluster.runtime_classes) {
+                    Ok(t) => Some(t),
+                    Err(_)
+                        if cluster.runtime_classes_unread.is_some()
+                            && !cluster.runtime_classes.contains_key(named) =>
+                    {
+                        *unjudged += 1;
+                        None
+                    }
+                    Err(refused) => {
+                        checker.infeasible(
+                            &at,
+                            &object,
+                            format!("kube-apiserver refuses the pods of this template: {refused}"),
+                        );
+                        None
+                    }
+                }
+            });
+            if let Some(t) = admitted {
                 // What releases a held pod may add tolerations (as the admission rule judges).
                 let held = t.held();
                 let results = filter::evaluate_with(cluster, &t, &ns, held.is_some());
@@ -934,6 +980,7 @@ mod tests {
         owners: Owners,
         owned: usize,
         finished: usize,
+        unjudged: usize,
     }
 
     impl Audited {
@@ -943,6 +990,7 @@ mod tests {
                 owners: Owners::default(),
                 owned: 0,
                 finished: 0,
+                unjudged: 0,
             }
         }
 
@@ -955,6 +1003,7 @@ mod tests {
                 &mut self.owners,
                 &mut self.owned,
                 &mut self.finished,
+                &mut self.unjudged,
             );
         }
     }
@@ -1296,6 +1345,70 @@ mod tests {
         ]
         .map(|(a, b)| (a.to_string(), b.to_string()));
         assert_eq!(found, want);
+    }
+
+    /// A workload's template that names a RuntimeClass is placed with what the class adds; one
+    /// the apiserver would refuse pods of is said to be so; one whose class could not be listed
+    /// is not judged, and counted; a live pod has its class's additions already.
+    #[test]
+    fn audit_places_templates_with_their_runtime_class() {
+        let rules = RuleSet::default();
+        let node = |name: &str, spec: serde_json::Value| {
+            crate::core::snapshot::node_of(
+                serde_json::from_value(
+                    serde_json::json!({"metadata": {"name": name}, "spec": spec}),
+                )
+                .unwrap(),
+                false,
+            )
+        };
+        let mut cluster = Cluster::new(
+            vec![node(
+                "gpu",
+                serde_json::json!({"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),
+            )],
+            HashMap::new(),
+        )
+        .unwrap();
+        cluster.runtime_classes.insert(
+            "gpu".into(),
+            serde_json::from_value(serde_json::json!({"scheduling": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}})).unwrap(),
+        );
+        let deployment = |name: &str, class: &str| {
+            serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "q"},
+                "spec": {"template": {"spec": {"runtimeClassName": class, "containers": []}}}})
+        };
+        let found = |cluster: &Cluster| {
+            let mut audited = Audited::new(&rules);
+            for (name, class) in [("tolerated", "gpu"), ("unknown", "wasm")] {
+                audited.one(Some(cluster), Kind::Deployment, deployment(name, class));
+            }
+            let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "q"},
+                "spec": {"runtimeClassName": "wasm", "containers": []}, "status": {"phase": "Pending"}});
+            audited.one(Some(cluster), Kind::Pod, pod);
+            let messages: Vec<(String, String)> = audited
+                .checker
+                .finish()
+                .diagnostics
+                .iter()
+                .filter(|d| d.rule == "feasibility")
+                .map(|d| (d.file.clone(), d.message.clone()))
+                .collect();
+            (messages, audited.unjudged)
+        };
+        let (messages, unjudged) = found(&cluster);
+        assert_eq!(
+            messages,
+            [
+                ("q/Deployment/unknown".to_string(), "kube-apiserver refuses the pods of this template: pod rejected: RuntimeClass \"wasm\" not found".to_string()),
+                ("q/Pod/p".to_string(), "the pod is Pending and no node can run it now: 0/1 nodes are available: 1 node(s) had untolerated taint(s).".to_string()),
+            ]
+        );
+        assert_eq!(unjudged, 0);
+        cluster.runtime_classes_unread = Some("403 Forbidden".into());
+        let (messages, unjudged) = found(&cluster);
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert_eq!(unjudged, 1);
     }
 
     /// The rules each object gets from `audit`: a finished pod none (counted), a live pod no

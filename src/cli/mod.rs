@@ -873,7 +873,23 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
                 outln!("FAILED  {display}: a snapshot whose case is gone; restore the case, or `placement-guard test --update` removes it");
             }
         }
-        for case in testsuite::cases(suite) {
+        for p in testsuite::not_files(suite) {
+            eprintln!(
+                "placement-guard: skipped {} (not a regular file)",
+                p.display()
+            );
+        }
+        let cases = testsuite::cases(suite);
+        if cases.is_empty() && filter.is_none() {
+            // Cases in a subfolder belong to no suite unless it has a rules.yaml of its own.
+            failed += 1;
+            outln!(
+                "FAILED  {}: no case beside its {}",
+                suite.display(),
+                testsuite::RULES_FILE
+            );
+        }
+        for case in cases {
             let display = case.display().to_string();
             if filter.is_some_and(|f| !display.contains(f)) {
                 continue;
@@ -1037,6 +1053,7 @@ fn run_explain(
                 &ns,
                 bound.as_ref(),
                 "the dump",
+                explain::admitted_pod(&pod_objs),
                 &mut caveats,
             );
             // Said only when it was so: a pod the dump does not hold there gets a note instead.

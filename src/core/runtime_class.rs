@@ -1,7 +1,8 @@
 //! The RuntimeClass admission plugin: a new pod that names a RuntimeClass (`spec.runtimeClassName`)
 //! gets the class's `overhead.podFixed` as its overhead, the class's `scheduling.nodeSelector`
 //! merged into its own and its `scheduling.tolerations` added, before kube-scheduler sees it.
-//! A pod read from the API server has them already; applying them again changes nothing.
+//! A pod read from the API server has them already, as its class was when the pod was created
+//! (the class may have changed since, or gone): such a pod is not admitted again.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -10,7 +11,7 @@ use k8s_openapi::api::core::v1::Toleration;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::Deserialize;
 
-use super::resources::Resources;
+use super::resources::scaled;
 use crate::k8s::model::PodSpec;
 use crate::k8s::semantic::SemEq;
 use crate::k8s::workload::PodTemplate;
@@ -53,9 +54,14 @@ pub fn admit(spec: &mut PodSpec, classes: &RuntimeClasses) -> Result<(), String>
     let Some(class) = classes.get(name) else {
         return Err(format!("pod rejected: RuntimeClass {name:?} not found"));
     };
-    let overhead = class.overhead.as_ref().and_then(|o| o.pod_fixed.as_ref());
-    match (overhead, &spec.overhead) {
-        (Some(fixed), Some(own)) if Resources::from_list(fixed) != Resources::from_list(own) => {
+    // The class's `overhead` (even `{}`) is the pod's to match exactly; without one, the pod
+    // may have none (`apiequality.Semantic.DeepEqual` of the two lists, quantities by value).
+    let overhead = class
+        .overhead
+        .as_ref()
+        .map(|o| o.pod_fixed.clone().unwrap_or_default());
+    match (&overhead, &spec.overhead) {
+        (Some(fixed), Some(own)) if !same_list(fixed, own) => {
             return Err(
                 "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead".into(),
             )
@@ -77,7 +83,7 @@ pub fn admit(spec: &mut PodSpec, classes: &RuntimeClasses) -> Result<(), String>
         }
     }
     if let Some(fixed) = overhead {
-        spec.overhead = Some(fixed.clone());
+        spec.overhead = (!fixed.is_empty()).then_some(fixed);
     }
     if let Some(selector) = selector {
         spec.node_selector
@@ -115,6 +121,20 @@ pub fn admitted<'a>(
         t.spec = spec;
         Cow::Owned(t)
     })
+}
+
+/// The same resource names with the same quantities, by value (`1` and `1000m`).
+fn same_list(a: &BTreeMap<String, Quantity>, b: &BTreeMap<String, Quantity>) -> bool {
+    let value = |q: &Quantity| {
+        scaled(&q.0, 9)
+            .filter(|v| v.abs() < i64::MAX)
+            .or(scaled(&q.0, 0))
+    };
+    a.len() == b.len()
+        && a.iter().all(|(name, q)| {
+            b.get(name)
+                .is_some_and(|o| o.0 == q.0 || value(o).is_some_and(|v| Some(v) == value(q)))
+        })
 }
 
 #[cfg(test)]
@@ -167,6 +187,11 @@ mod tests {
                 "the same overhead written otherwise is the same",
                 json!({"runtimeClassName": "kata", "overhead": {"cpu": "0.6", "memory": "100Mi"}}),
                 Ok(json!({"runtimeClassName": "kata", "overhead": {"cpu": "600m", "memory": "100Mi"}})),
+            ),
+            (
+                "an overhead with one more resource, even at zero, is another",
+                json!({"runtimeClassName": "kata", "overhead": {"cpu": "600m", "memory": "100Mi", "example.com/x": "0"}}),
+                Err("pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"),
             ),
             (
                 "another overhead is refused",

@@ -176,8 +176,11 @@ pub fn unserved_version(api_version: &str, kind: &str) -> Option<String> {
     if api_version == want {
         return None;
     }
+    // Only where the kind was served once.
     let removed = match (api_version, kind) {
-        ("extensions/v1beta1" | "apps/v1beta1" | "apps/v1beta2", _) => {
+        ("extensions/v1beta1", "Deployment" | "DaemonSet" | "ReplicaSet")
+        | ("apps/v1beta1", "Deployment" | "StatefulSet")
+        | ("apps/v1beta2", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet") => {
             " (removed in Kubernetes v1.16)"
         }
         ("batch/v1beta1", "CronJob") => " (removed in Kubernetes v1.25)",

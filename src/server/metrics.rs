@@ -161,7 +161,7 @@ impl Metrics {
         let unchecked = Family::<SkipLabels, Counter>::default();
         registry.register(
             "rule_checks_skipped",
-            "Checks a rule skipped because the cluster cache was not synced or stale (it never denies then)",
+            "Checks a rule skipped (it never denies then): the cluster cache not synced or stale, or a template naming a RuntimeClass the cache does not hold",
             unchecked.clone(),
         );
         Metrics {

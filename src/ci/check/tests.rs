@@ -776,11 +776,16 @@ fn workloads_under_unserved_versions_are_refused() {
             ),
         ),
         (
-            "apps/v1beta1",
+            "apps/v1beta2",
             "DaemonSet",
             Some(
                 "(removed in Kubernetes v1.16), so kubectl apply fails: write apiVersion: apps/v1",
             ),
+        ),
+        (
+            "apps/v1beta1",
+            "DaemonSet",
+            Some("in version \"apps/v1beta1\", so kubectl apply fails: write apiVersion: apps/v1"),
         ),
         (
             "batch/v1beta1",
