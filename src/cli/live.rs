@@ -693,7 +693,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
         };
         let mut checker = Checker::new(run.rules);
         let mut owners = Owners::default();
-        let (mut owned, mut finished, mut unjudged) = (0, 0, 0);
+        let mut tally = Tally::default();
         let (mut any_listed, mut refused) = (false, Vec::new());
         let mut read = 0;
         for kind in AUDITED {
@@ -715,9 +715,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
                     kind,
                     v,
                     &mut owners,
-                    &mut owned,
-                    &mut finished,
-                    &mut unjudged,
+                    &mut tally,
                 );
             })
             .await;
@@ -738,20 +736,23 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
         }
         incomplete.extend(refused);
         if let Some(why) = snapshot.as_ref().and_then(|c| c.runtime_classes_unread.as_deref()) {
-            if unjudged > 0 {
+            if tally.unjudged > 0 {
                 incomplete.push(format!(
-                    "placement not checked for {unjudged} template(s) that name a RuntimeClass: the RuntimeClasses could not be listed ({why})"
+                    "placement not checked for {} template(s) that name a RuntimeClass: the RuntimeClasses could not be listed ({why})",
+                    tally.unjudged
                 ));
             }
         }
-        if owned > 0 {
+        if tally.owned > 0 {
             notes.push(format!(
-                "{owned} object(s) owned by an audited workload were judged through their owner's template"
+                "{} object(s) owned by an audited workload were judged through their owner's template",
+                tally.owned
             ));
         }
-        if finished > 0 {
+        if tally.finished > 0 {
             notes.push(format!(
-                "{finished} finished pod(s) (Succeeded or Failed) were not judged: they hold no node and never run again"
+                "{} finished pod(s) (Succeeded or Failed) were not judged: they hold no node and never run again",
+                tally.finished
             ));
         }
         let mut report = checker.finish();
@@ -791,20 +792,29 @@ fn kubelet_refusal(v: &Value) -> Option<&str> {
     (v["status"]["phase"] == "Failed" && admission).then_some(reason)
 }
 
+/// What `audit` counts beside its findings, for its notes.
+#[derive(Default)]
+struct Tally {
+    /// Objects judged through their owner's template.
+    owned: usize,
+    /// Finished pods, not judged.
+    finished: usize,
+    /// Templates naming a RuntimeClass that could not be listed: placement not checked.
+    unjudged: usize,
+}
+
 fn audit_one(
     checker: &mut Checker,
     snapshot: Option<&Cluster>,
     kind: Kind,
     v: Value,
     owners: &mut Owners,
-    owned: &mut usize,
-    finished: &mut usize,
-    unjudged: &mut usize,
+    tally: &mut Tally,
 ) {
     // A finished pod holds no node and never runs again: its rules are not judged. One its
     // node's kubelet refused at admission is a placement that failed: said so.
     if kind == Kind::Pod && matches!(v["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
-        *finished += 1;
+        tally.finished += 1;
         if let Some(reason) = kubelet_refusal(&v) {
             let (at, object) = origin(kind, &v);
             let node = v["spec"]["nodeName"].as_str().unwrap_or("");
@@ -860,7 +870,7 @@ fn audit_one(
                         if cluster.runtime_classes_unread.is_some()
                             && !cluster.runtime_classes.contains_key(named) =>
                     {
-                        *unjudged += 1;
+                        tally.unjudged += 1;
                         None
                     }
                     Err(refused) => {
@@ -910,7 +920,7 @@ fn audit_one(
         _ => Vec::new(),
     };
     if through_owner {
-        *owned += 1;
+        tally.owned += 1;
         if placed.is_empty() {
             return;
         }
@@ -978,9 +988,7 @@ mod tests {
     struct Audited {
         checker: Checker,
         owners: Owners,
-        owned: usize,
-        finished: usize,
-        unjudged: usize,
+        tally: Tally,
     }
 
     impl Audited {
@@ -988,9 +996,7 @@ mod tests {
             Audited {
                 checker: Checker::new(rules),
                 owners: Owners::default(),
-                owned: 0,
-                finished: 0,
-                unjudged: 0,
+                tally: Tally::default(),
             }
         }
 
@@ -1001,9 +1007,7 @@ mod tests {
                 kind,
                 v,
                 &mut self.owners,
-                &mut self.owned,
-                &mut self.finished,
-                &mut self.unjudged,
+                &mut self.tally,
             );
         }
     }
@@ -1394,7 +1398,7 @@ mod tests {
                 .filter(|d| d.rule == "feasibility")
                 .map(|d| (d.file.clone(), d.message.clone()))
                 .collect();
-            (messages, audited.unjudged)
+            (messages, audited.tally.unjudged)
         };
         let (messages, unjudged) = found(&cluster);
         assert_eq!(
@@ -1446,7 +1450,7 @@ mod tests {
         for (kind, v) in objects {
             audited.one(None, kind, v);
         }
-        assert_eq!(audited.finished, 2);
+        assert_eq!(audited.tally.finished, 2);
         let found: Vec<(String, String, String)> = audited
             .checker
             .finish()
