@@ -324,6 +324,11 @@ impl Checker {
 
     /// `live`: read from the API server (where a Pod's spec can no longer change).
     fn check_object(&mut self, file: &str, obj: Object, live: Option<Live>) {
+        for (at, message) in &obj.warnings {
+            let mut d = Diagnostic::file_level(file, *at, RULE_YAML, message.clone());
+            d.severity = Severity::Warning;
+            self.report.diagnostics.push(d);
+        }
         let v = &obj.value;
         // kubectl refuses a document that is not a mapping (a garbled `helm template`, a stray
         // list); a mapping without kind is left alone, as config files beside manifests are.

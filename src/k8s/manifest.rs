@@ -23,6 +23,8 @@ pub struct Object {
     pub value: Value,
     /// Position of every field, by JSON pointer relative to the object ("" is the object).
     positions: HashMap<String, Pos>,
+    /// What kubectl reads without a word but a reader should know (a key written twice).
+    pub warnings: Vec<(Pos, String)>,
 }
 
 impl Object {
@@ -32,6 +34,7 @@ impl Object {
         Object {
             value,
             positions: HashMap::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -283,6 +286,7 @@ fn convert(
     node: &MarkedYaml,
     ptr: &str,
     positions: &mut HashMap<String, Pos>,
+    warnings: &mut Vec<(Pos, String)>,
 ) -> Result<Value, SyntaxError> {
     Ok(match &node.data {
         // JSON has no infinity or NaN. kubectl's YAML reader (go-yaml v2) reads `.inf` and
@@ -314,13 +318,13 @@ fn convert(
                 }
             }
         }
-        YamlData::Tagged(_, inner) => convert(text, inner, ptr, positions)?,
+        YamlData::Tagged(_, inner) => convert(text, inner, ptr, positions, warnings)?,
         YamlData::Sequence(items) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 let p = format!("{ptr}/{i}");
                 positions.insert(p.clone(), pos(&item.span.start));
-                out.push(convert(text, item, &p, positions)?);
+                out.push(convert(text, item, &p, positions, warnings)?);
             }
             Value::Array(out)
         }
@@ -329,19 +333,18 @@ fn convert(
             let mut written = std::collections::HashSet::new();
             for (k, v) in map {
                 if is_merge_key(k) {
-                    merge(text, v, ptr, positions, &mut out)?;
+                    merge(text, v, ptr, positions, warnings, &mut out)?;
                     continue;
                 }
                 let key = key_string(k);
+                // One key to kubectl, however written (`name`, `"name"`; `yes`, `true`): it
+                // keeps the last value, as here.
                 if !written.insert(key.clone()) {
-                    return Err(syntax_error(
-                        k,
-                        &format!("duplicated key in mapping: {key:?}"),
-                    ));
+                    warnings.push((pos(&k.span.start), duplicated(&key)));
                 }
                 let p = format!("{ptr}/{}", key.replace('~', "~0").replace('/', "~1"));
                 positions.insert(p.clone(), pos(&k.span.start));
-                let value = convert(text, v, &p, positions)?;
+                let value = convert(text, v, &p, positions, warnings)?;
                 out.insert(key, value);
             }
             Value::Object(out)
@@ -358,11 +361,12 @@ fn merge(
     node: &MarkedYaml,
     ptr: &str,
     positions: &mut HashMap<String, Pos>,
+    warnings: &mut Vec<(Pos, String)>,
     out: &mut Map<String, Value>,
 ) -> Result<(), SyntaxError> {
     match &node.data {
         YamlData::Mapping(_) => {
-            if let Value::Object(m) = convert(text, node, ptr, positions)? {
+            if let Value::Object(m) = convert(text, node, ptr, positions, warnings)? {
                 out.extend(m);
             }
             Ok(())
@@ -375,7 +379,7 @@ fn merge(
                         "map merge requires map or sequence of maps as the value",
                     ));
                 }
-                merge(text, item, ptr, positions, out)?;
+                merge(text, item, ptr, positions, warnings, out)?;
             }
             Ok(())
         }
@@ -602,6 +606,9 @@ pub fn parse_document_each(
         for p in o.positions.values_mut() {
             p.line += offset;
         }
+        for (p, _) in &mut o.warnings {
+            p.line += offset;
+        }
         each(o);
     }
     Ok(())
@@ -648,7 +655,11 @@ fn json_values(doc: &str, offset: usize, each: &mut impl FnMut(Object)) -> Resul
                     },
                     ..e
                 })? {
-                    for p in o.positions.values_mut() {
+                    for p in o
+                        .positions
+                        .values_mut()
+                        .chain(o.warnings.iter_mut().map(|(p, _)| p))
+                    {
                         let first = p.line == 1;
                         shift(p, first);
                     }
@@ -675,10 +686,11 @@ fn json_values(doc: &str, offset: usize, each: &mut impl FnMut(Object)) -> Resul
 /// The YAML text's documents, their scalars as written ([`resolve`] reads them as kubectl does).
 /// The loader refuses a key written twice the same way; [`convert`] compares them once resolved
 /// too (`name` and `"name"`, or `yes` and `true`, are one key to kubectl).
-fn load(text: &str) -> Result<Vec<MarkedYaml<'_>>, saphyr::ScanError> {
+fn load(text: &str, duplicates: bool) -> Result<Vec<MarkedYaml<'_>>, saphyr::ScanError> {
     let mut parser = saphyr_parser::Parser::new_from_str(text);
     let mut loader = saphyr::YamlLoader::<MarkedYaml>::default();
     loader.early_parse(false);
+    loader.allow_duplicate_keys(duplicates);
     parser.load(&mut loader, true)?;
     if let Some(e) = loader.error() {
         return Err(e.clone());
@@ -686,33 +698,49 @@ fn load(text: &str) -> Result<Vec<MarkedYaml<'_>>, saphyr::ScanError> {
     Ok(loader.into_documents())
 }
 
+/// The warning for a key written twice in one mapping.
+fn duplicated(key: &str) -> String {
+    format!("duplicated key in mapping: {key:?}: kubectl keeps the last value, and the one before it is lost")
+}
+
 /// One document (or a file of several, as it is also used); `kind: List` documents are
 /// expanded into their items, and lists among those into theirs. Empty documents (a lone `---`, comments only) are dropped. Each object's positions are
 /// collected while it is read, so reading a List is linear in its size.
 fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
-    let docs = load(text).map_err(|e| {
-        let (line, col) = (e.marker().line(), e.marker().col() + 1);
-        let mut message = e.info().to_string();
-        // Name the key the parser found twice.
-        if message.starts_with("duplicated key") {
-            if let Some(key) = key_at(text, line, col) {
-                message = format!("{message}: {key:?}");
-            }
+    let refused = |e: saphyr::ScanError| SyntaxError {
+        pos_line: e.marker().line(),
+        pos_col: e.marker().col() + 1,
+        message: e.info().to_string(),
+        no_json: false,
+    };
+    // A key written twice the same way: kubectl (go-yaml v2, not strict) keeps the last value,
+    // so the document is read again that way, with a warning at the first such key (the loader
+    // then says nothing of the others).
+    let mut warnings = Vec::new();
+    let docs = match load(text, false) {
+        Err(e) if e.info().starts_with("duplicated key") => {
+            let at = Pos {
+                line: e.marker().line(),
+                column: e.marker().col() + 1,
+            };
+            let key = key_at(text, at.line, at.column).unwrap_or_default();
+            warnings.push((at, duplicated(&key)));
+            load(text, true).map_err(refused)?
         }
-        SyntaxError {
-            pos_line: line,
-            pos_col: col,
-            message,
-            no_json: false,
-        }
-    })?;
+        other => other.map_err(refused)?,
+    };
     let mut out = Vec::new();
     let mut read = |node: &MarkedYaml| -> Result<(), SyntaxError> {
         let mut positions = HashMap::new();
         positions.insert(String::new(), pos(&node.span.start));
-        let value = convert(text, node, "", &mut positions)?;
+        let value = convert(text, node, "", &mut positions, &mut warnings)?;
         if !value.is_null() {
-            out.push(Object { value, positions });
+            let warnings = std::mem::take(&mut warnings);
+            out.push(Object {
+                value,
+                positions,
+                warnings,
+            });
         }
         Ok(())
     };
@@ -1007,29 +1035,57 @@ mod tests {
         assert!(err.pos_line >= 3, "{err:?}");
     }
 
+    /// A key written twice is kubectl's last value, with a warning at the second: go-yaml v2
+    /// (not strict) keeps the last value, and the apiserver stores the object. Written another
+    /// way, it is the same key to kubectl.
     #[test]
     fn duplicate_keys_are_named() {
-        let err = parse("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nmetadata: {name: q}\n")
-            .unwrap_err();
-        assert_eq!(err.message, "duplicated key in mapping: \"metadata\"");
-        assert_eq!((err.pos_line, err.pos_col), (4, 1));
-        // The same key written another way is the same key to kubectl.
-        for (text, key, at) in [
+        let objects =
+            parse("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nmetadata: {name: q}\n").unwrap();
+        assert_eq!(objects[0].value["metadata"]["name"], "q");
+        assert_eq!(
+            objects[0].warnings,
+            [(
+                Pos { line: 4, column: 1 },
+                "duplicated key in mapping: \"metadata\": kubectl keeps the last value, and the one before it is lost".to_string()
+            )]
+        );
+        for (text, key, at, value) in [
             (
                 "kind: Pod\nmetadata: {name: p}\n\"metadata\": {name: q}\n",
                 "metadata",
                 (3, 1),
+                serde_json::json!({"name": "q"}),
             ),
-            ("a: {yes: 1, true: 2}\n", "true", (1, 13)),
-            ("a: {1: x, 0x1: y}\n", "1", (1, 11)),
+            (
+                "a: {yes: 1, true: 2}\n",
+                "true",
+                (1, 13),
+                serde_json::json!(2),
+            ),
+            ("a: {1: u, 0x1: w}\n", "1", (1, 11), serde_json::json!("w")),
         ] {
-            let err = parse(text).unwrap_err();
-            assert_eq!(
-                err.message,
-                format!("duplicated key in mapping: {key:?}"),
-                "{text}"
+            let objects = parse(text).unwrap();
+            let (pos, message) = &objects[0].warnings[0];
+            assert!(
+                message.starts_with(&format!("duplicated key in mapping: {key:?}: ")),
+                "{text}: {message}"
             );
-            assert_eq!((err.pos_line, err.pos_col), at, "{text}");
+            assert_eq!((pos.line, pos.column), at, "{text}");
+            let first = objects[0]
+                .value
+                .as_object()
+                .unwrap()
+                .keys()
+                .next()
+                .unwrap()
+                .clone();
+            let got = if first == "a" {
+                objects[0].value["a"][key].clone()
+            } else {
+                objects[0].value[key].clone()
+            };
+            assert_eq!(got, value, "{text}");
         }
     }
 
