@@ -408,7 +408,8 @@ impl Checker {
             // their cross-checks then say so rather than that it is missing.
             self.targets.add(v);
         }
-        let template = match workload::parse_value(kind, v) {
+        let template = match workload::typed(kind, v).and_then(|()| workload::parse_value(kind, v))
+        {
             Ok(t) => t,
             Err(e) => {
                 let fp = FieldPath::parse(&e.path);

@@ -45,19 +45,24 @@ impl FieldPath {
     }
 
     /// Parses a path as serde and Kubernetes print it: `spec.containers[0].ports[1].name`.
+    /// A key in brackets may hold dots (`annotations[prometheus.io/port]`).
     pub fn parse(shown: &str) -> Self {
         let mut segs = Vec::new();
-        for part in shown.split('.').filter(|s| !s.is_empty()) {
-            let (name, mut rest) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
-            if !name.is_empty() {
-                segs.push(Segment::Field(Cow::Owned(name.to_string())));
-            }
-            while let Some((index, after)) = rest.split_once(']') {
-                match index.parse() {
+        let mut rest = shown;
+        while !rest.is_empty() {
+            if let Some(inner) = rest.strip_prefix('[') {
+                let (key, after) = inner.split_once(']').unwrap_or((inner, ""));
+                match key.parse() {
                     Ok(i) => segs.push(Segment::Index(i)),
-                    Err(_) => segs.push(Segment::Key(index.to_string())),
+                    Err(_) => segs.push(Segment::Key(key.to_string())),
                 }
-                rest = after.strip_prefix('[').unwrap_or(after);
+                rest = after;
+            } else if let Some(after) = rest.strip_prefix('.') {
+                rest = after;
+            } else {
+                let end = rest.find(['.', '[']).unwrap_or(rest.len());
+                segs.push(Segment::Field(Cow::Owned(rest[..end].to_string())));
+                rest = &rest[end..];
             }
         }
         FieldPath(segs)
@@ -333,9 +338,17 @@ mod tests {
             "spec.containers[1].ports[2]",
             "spec",
             "items[3]",
+            "metadata.annotations[prometheus.io/port]",
+            "spec.nodeSelector[a.b/c].x",
         ] {
             assert_eq!(FieldPath::parse(p).to_string(), p);
         }
+        assert_eq!(
+            FieldPath::parse("metadata.annotations[prometheus.io/port]")
+                .json_pointer()
+                .as_str(),
+            "/metadata/annotations/prometheus.io~1port"
+        );
         assert_eq!(
             FieldPath::parse("spec.template.spec.tolerations[1].key")
                 .json_pointer()

@@ -919,6 +919,65 @@ impl<'de> serde::de::Visitor<'de> for TemplateSeed {
     }
 }
 
+/// Whether the object's metadata and pod template have the types kube-apiserver decodes them
+/// into: kubectl sends YAML's booleans and numbers as such (`sidecar.istio.io/inject: false`
+/// in annotations, `args: [--x, on]`, an env `value: 8080`), and the apiserver refuses a
+/// request with one where a string is taken, or a string where a number is. The views the
+/// rules read see only their own fields; this reads the whole metadata and pod spec with
+/// k8s-openapi's types (which, as the apiserver, take a number for a quantity and either for
+/// an int-or-string).
+pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
+    fn check<T: serde::de::DeserializeOwned>(
+        kind: Kind,
+        value: &Value,
+        at: &FieldPath,
+    ) -> Result<(), ParseError> {
+        if value.is_null() {
+            return Ok(());
+        }
+        serde_path_to_error::deserialize::<_, T>(value)
+            .map(drop)
+            .map_err(|e| {
+                let mut path = at.to_string();
+                for seg in e.path().iter() {
+                    use serde_path_to_error::Segment;
+                    match seg {
+                        Segment::Seq { index } => path.push_str(&format!("[{index}]")),
+                        Segment::Map { key } if key.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+                            if !path.is_empty() {
+                                path.push('.');
+                            }
+                            path.push_str(key);
+                        }
+                        // A map key as the apiserver writes it: `annotations[a.b/c]`.
+                        Segment::Map { key } => path.push_str(&format!("[{key}]")),
+                        Segment::Enum { .. } | Segment::Unknown => {}
+                    }
+                }
+                ParseError {
+                    kind: kind.display(),
+                    path,
+                    message: strip_position(&e.inner().to_string()),
+                }
+            })
+    }
+    use k8s_openapi::api::core::v1::{PodSpec as Spec, PodTemplateSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as Meta;
+    check::<Meta>(kind, &value["metadata"], &FieldPath::fields(&["metadata"]))?;
+    if kind == Kind::Pod {
+        return check::<Spec>(kind, &value["spec"], &FieldPath::fields(&["spec"]));
+    }
+    let path = kind.template_path();
+    let mut template = value;
+    for seg in path.json_segments() {
+        template = match seg {
+            crate::k8s::fieldpath::JsonSegment::Key(k) => &template[k],
+            crate::k8s::fieldpath::JsonSegment::Index(i) => &template[i],
+        };
+    }
+    check::<PodTemplateSpec>(kind, template, &path)
+}
+
 /// Reads the pod template of an already parsed object (manifests read by `check`).
 pub fn parse_value(kind: Kind, value: &Value) -> Result<PodTemplate, ParseError> {
     if !value.is_object() {

@@ -823,3 +823,42 @@ fn workloads_under_unserved_versions_are_refused() {
         }
     }
 }
+
+/// Every field of the metadata and pod template has the type kube-apiserver decodes it into:
+/// kubectl sends a YAML boolean or number as such, and the apiserver refuses one where a string
+/// is taken (an annotation `sidecar.istio.io/inject: false`, `args: [--x, on]`, an env value),
+/// while a number is a quantity, and either is an int-or-string.
+#[test]
+fn fields_of_the_wrong_type_are_refused_as_kubectl_would_be() {
+    let rules = crate::rules::config::RuleSet::default();
+    let pod = |meta: &str, container: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: ns{meta}}}\nspec:\n  containers: [{{name: c, image: i{container}}}]\n")
+    };
+    let cases = [
+        (pod(", annotations: {sidecar.istio.io/inject: false}", ""), Some(("metadata.annotations[sidecar.istio.io/inject]", "Invalid value: false: must be a string (quote it to make it a string)"))),
+        (pod(", annotations: {team: no}", ""), Some(("metadata.annotations.team", "Invalid value: false: must be a string (quote it to make it a string)"))),
+        (pod("", ", args: [--x, on]"), Some(("spec.containers[0].args[1]", "Invalid value: true: must be a string (quote it to make it a string)"))),
+        (pod("", ", env: [{name: E, value: 8080}]"), Some(("spec.containers[0].env[0].value", "Invalid value: 8080: must be a string (quote it to make it a string)"))),
+        (pod("", ", ports: [{containerPort: \"80\"}]"), Some(("spec.containers[0].ports[0].containerPort", "Invalid value: \"80\": must be a whole number from -2147483648 to 2147483647 (a quoted number is a string: write it without quotes)"))),
+        (pod(", annotations: {a: \"false\"}", ", resources: {requests: {cpu: 1, memory: 1e9}}, livenessProbe: {httpGet: {port: 8080}}"), None),
+    ];
+    for (text, want) in cases {
+        let mut c = Checker::new(&rules);
+        c.check_text("p.yaml", &text);
+        let r = c.finish();
+        let invalid: Vec<(String, String)> = r
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == "invalid-object")
+            .map(|d| (d.path.clone(), d.message.clone()))
+            .collect();
+        match want {
+            Some((path, message)) => assert_eq!(
+                invalid,
+                [(path.to_string(), format!("cannot read Pod: {message}"))],
+                "{text}"
+            ),
+            None => assert!(invalid.is_empty(), "{text}: {invalid:?}"),
+        }
+    }
+}
