@@ -597,6 +597,12 @@ pub fn parse_document_each(
         if second {
             return json_values(doc, offset, &mut each);
         }
+        // One object and then what YAML refuses too: the object is read (kubectl before v1.33
+        // applies it), and the error is where the rest stops being JSON.
+        let rest = first != usize::MAX && !doc[first..].trim().is_empty();
+        if rest && parse_document(doc).is_err() {
+            return json_values(doc, offset, &mut each);
+        }
     }
     let objects = parse_document(doc).map_err(|mut e| {
         e.pos_line += offset;
@@ -674,7 +680,7 @@ fn json_values(doc: &str, offset: usize, each: &mut impl FnMut(Object)) -> Resul
                     pos_line: offset + l + 1,
                     pos_col: c + 1,
                     message: format!(
-                        "not valid JSON after the JSON objects before it (kubectl reads such a file as JSON values one after another): {e}"
+                        "not valid JSON after the JSON object(s) before it (kubectl reads a file that starts with {{ as JSON values one after another): {e}"
                     ),
                     no_json: false,
                 });
@@ -795,16 +801,18 @@ mod tests {
         assert_eq!((read, err.pos_line, err.pos_col), (2, 3, 1));
         assert!(
             err.message
-                .starts_with("not valid JSON after the JSON objects before it"),
+                .starts_with("not valid JSON after the JSON object(s) before it"),
             "{}",
             err.message
         );
         // After two JSON objects, YAML is not read either (kubectl does not switch back).
         let err = parse("{\"kind\":\"Pod\"}\n{\"kind\":\"Pod\"}\nfoo: bar\n").unwrap_err();
         assert_eq!((err.pos_line, err.pos_col), (3, 1));
-        // One JSON object and then YAML: the whole document is read as YAML, which refuses it.
-        let err = parse("{\"kind\":\"Pod\"}\nfoo: bar\n").unwrap_err();
-        assert_eq!(err.pos_line, 2, "{err:?}");
+        // One JSON object and then what YAML refuses too: the object is read, and the error is
+        // where the rest starts.
+        let mut read = 0;
+        let err = parse_each("{\"kind\":\"Pod\"}\nfoo: bar\n", |_| read += 1).unwrap_err();
+        assert_eq!((read, err.pos_line, err.pos_col), (1, 2, 1), "{err:?}");
         // A long stream on one line is read value by value, each at its column.
         let line: String = (0..2000)
             .map(|i| format!("{{\"kind\":\"Pod\",\"n\":{i}}}"))
