@@ -162,23 +162,22 @@ const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// requirements mention. `{}` and `Exists` on the name do, and so do selectors that only leave
 /// some namespaces out (`NotIn [kube-system]`, `DoesNotExist` on any label): spanning all
 /// namespaces but a few, they shut as many pods out as `{}`. A selector that needs a label an
-/// administrator sets, or names its namespaces, does not.
+/// administrator sets, or names its namespaces, does not. Evaluated requirement by requirement
+/// against that namespace, without building it (this runs on every admission review).
 fn selects_all_namespaces(sel: &LabelSelector) -> bool {
-    let mentioned = |name: &str| {
-        sel.match_labels.iter().flatten().any(|(_, v)| v == name)
-            || sel
-                .match_expressions
-                .iter()
-                .flatten()
-                .flat_map(|e| e.values.iter().flatten())
-                .any(|v| v == name)
-    };
-    let mut fresh = String::from("a-namespace-created-later");
-    while mentioned(&fresh) {
-        fresh.push('0');
-    }
-    let labels = std::collections::BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), fresh)]);
-    crate::core::labels::selector_matches(sel, &labels)
+    // Any `matchLabels` entry needs a label the new namespace lacks, or a name it does not have.
+    sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && sel.match_expressions.iter().flatten().all(|e| {
+            let name = e.key == NAMESPACE_NAME_LABEL;
+            match e.operator.as_str() {
+                // A name the selector does not mention is in no `In` list and in every `NotIn`.
+                "NotIn" => true,
+                "Exists" => name,
+                "DoesNotExist" => !name,
+                // `In`, and an operator the apiserver refuses (a selector that matches nothing).
+                _ => false,
+            }
+        })
 }
 
 pub fn scope_of(term: &PodAffinityTerm) -> Scope {
