@@ -408,8 +408,15 @@ impl Checker {
             // their cross-checks then say so rather than that it is missing.
             self.targets.add(v);
         }
-        let template = match workload::typed(kind, v).and_then(|()| workload::parse_value(kind, v))
-        {
+        // Objects read from the API server have their types already; OpenKruise's templates
+        // are preserved unknown fields to the apiserver (Kruise's webhook decodes them).
+        let typed = live.is_some() || kind.group() == workload::KRUISE_GROUP;
+        let typed = if typed {
+            Ok(())
+        } else {
+            workload::typed(kind, v)
+        };
+        let template = match typed.and_then(|()| workload::parse_value(kind, v)) {
             Ok(t) => t,
             Err(e) => {
                 let fp = FieldPath::parse(&e.path);

@@ -276,10 +276,11 @@ fn artifact(file: &str, root: Option<&str>) -> (String, Option<&'static str>) {
         // since a URI relative to `%SRCROOT%` cannot leave it.
         match (lexical(file), root) {
             (Some(rel), _) => return (encode_path(&rel), Some(SRCROOT)),
-            (None, Some(r)) => {
+            // Resolved against an absolute root only (a relative one would never end).
+            (None, Some(r)) if r.starts_with('/') => {
                 return artifact(&format!("{}/{file}", r.trim_end_matches('/')), root)
             }
-            (None, None) => return (encode_path(file), Some(SRCROOT)),
+            (None, _) => return (encode_path(file), Some(SRCROOT)),
         }
     }
     let file = lexical(file.trim_start_matches('/')).map_or(file.to_string(), |f| format!("/{f}"));
@@ -529,6 +530,11 @@ mod tests {
         for (file, (uri, base)) in cases {
             assert_eq!(artifact(file, root), (uri.to_string(), base), "{file}");
         }
+        // A relative root cannot resolve what climbs out of it: the path as written.
+        assert_eq!(
+            artifact("../x.yaml", Some(".")),
+            ("..%2Fx.yaml".replace("%2F", "/"), Some(SRCROOT))
+        );
     }
 
     /// A name with a line break cannot forge a finding line of its own in the text output

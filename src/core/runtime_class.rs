@@ -60,7 +60,9 @@ pub fn admit(spec: &mut PodSpec, classes: &RuntimeClasses) -> Result<(), String>
         .overhead
         .as_ref()
         .map(|o| o.pod_fixed.clone().unwrap_or_default());
-    match (&overhead, &spec.overhead) {
+    // An empty overhead is none to the apiserver (it compares only a non-empty one).
+    let own = spec.overhead.as_ref().filter(|o| !o.is_empty());
+    match (&overhead, own) {
         (Some(fixed), Some(own)) if !same_list(fixed, own) => {
             return Err(
                 "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead".into(),
@@ -123,17 +125,14 @@ pub fn admitted<'a>(
     })
 }
 
-/// The same resource names with the same quantities, by value (`1` and `1000m`).
+/// The same resource names with the same quantities, by value (`1` and `1000m`): compared in
+/// nano units, or written alike where that does not fit (a saturated value says nothing).
 fn same_list(a: &BTreeMap<String, Quantity>, b: &BTreeMap<String, Quantity>) -> bool {
-    let value = |q: &Quantity| {
-        scaled(&q.0, 9)
-            .filter(|v| v.abs() < i64::MAX)
-            .or(scaled(&q.0, 0))
-    };
+    let nano = |q: &Quantity| scaled(&q.0, 9).filter(|v| *v != i64::MAX && *v != i64::MIN);
     a.len() == b.len()
         && a.iter().all(|(name, q)| {
             b.get(name)
-                .is_some_and(|o| o.0 == q.0 || value(o).is_some_and(|v| Some(v) == value(q)))
+                .is_some_and(|o| o.0 == q.0 || nano(o).is_some_and(|v| Some(v) == nano(q)))
         })
 }
 
@@ -191,6 +190,16 @@ mod tests {
             (
                 "an overhead with one more resource, even at zero, is another",
                 json!({"runtimeClassName": "kata", "overhead": {"cpu": "600m", "memory": "100Mi", "example.com/x": "0"}}),
+                Err("pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"),
+            ),
+            (
+                "an empty overhead is none: the class's is set",
+                json!({"runtimeClassName": "kata", "overhead": {}}),
+                Ok(json!({"runtimeClassName": "kata", "overhead": {"cpu": "600m", "memory": "100Mi"}})),
+            ),
+            (
+                "quantities beyond what nano units hold are compared as written",
+                json!({"runtimeClassName": "kata", "overhead": {"cpu": "-10E", "memory": "100Mi"}}),
                 Err("pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead"),
             ),
             (

@@ -575,12 +575,11 @@ pub fn parse_each(text: &str, mut each: impl FnMut(Object)) -> Result<(), Syntax
 }
 
 /// One document that starts on 0-based line `offset` of its file, its objects handed to
-/// `each` one at a time (positions are file lines). A document that is a stream of JSON
-/// objects one after another (`jq -c '.items[]'`) is read as kubectl's YAMLOrJSONDecoder reads
-/// input whose first byte past white space is `{`: value by value, each at its own line and
-/// column, and only one held at a time; two or more values followed by what is not JSON are
-/// an error there, as kubectl, having read JSON values, does not switch to YAML. One value
-/// followed by anything else is read as YAML, as kubectl reads it again then.
+/// `each` one at a time (positions are file lines). A document that starts with `{` is read as
+/// kubectl's YAMLOrJSONDecoder (v1.33 and later) reads its input: JSON values one after
+/// another (`jq -c '.items[]'`), each at its own line and column and only one held at a time,
+/// where text that is not JSON after two or more values is an error; after a single value,
+/// the rest is read as YAML from the next line.
 pub fn parse_document_each(
     doc: &str,
     offset: usize,
@@ -597,11 +596,19 @@ pub fn parse_document_each(
         if second {
             return json_values(doc, offset, &mut each);
         }
-        // One object and then what YAML refuses too: the object is read (kubectl before v1.33
-        // applies it), and the error is where the rest stops being JSON.
-        let rest = first != usize::MAX && !doc[first..].trim().is_empty();
-        if rest && parse_document(doc).is_err() {
-            return json_values(doc, offset, &mut each);
+        // One object and then more that is not JSON: kubectl (v1.33 and later) reads the
+        // object as JSON and the rest, from the next line, as YAML.
+        if first != usize::MAX && !doc[first..].trim().is_empty() {
+            json_values(&doc[..first], offset, &mut each)?;
+            let after = &doc[first..];
+            let blank = after.len() - after.trim_start_matches([' ', '\t', '\r']).len();
+            let rest = first + blank + usize::from(after[blank..].starts_with('\n'));
+            let line = doc[..rest].matches('\n').count();
+            let column = doc[..rest]
+                .rsplit('\n')
+                .next()
+                .map_or(0, |l| l.chars().count());
+            return parse_at(&doc[rest..], offset + line, column, &mut each);
         }
     }
     let objects = parse_document(doc).map_err(|mut e| {
@@ -642,35 +649,11 @@ fn json_values(doc: &str, offset: usize, each: &mut impl FnMut(Object)) -> Resul
     loop {
         let start = at + (doc[at..].len() - doc[at..].trim_start().len());
         let (l, c) = advance(start, &mut at);
-        let shift = |p: &mut Pos, first_line: bool| {
-            if first_line {
-                p.column += c;
-            }
-            p.line += offset + l;
-        };
         match stream.next() {
             None => return Ok(()),
             Some(Ok(_)) => {
                 let end = stream.byte_offset();
-                for mut o in parse_document(&doc[start..end]).map_err(|e| SyntaxError {
-                    pos_line: e.pos_line + offset + l,
-                    pos_col: if e.pos_line == 1 {
-                        e.pos_col + c
-                    } else {
-                        e.pos_col
-                    },
-                    ..e
-                })? {
-                    for p in o
-                        .positions
-                        .values_mut()
-                        .chain(o.warnings.iter_mut().map(|(p, _)| p))
-                    {
-                        let first = p.line == 1;
-                        shift(p, first);
-                    }
-                    each(o);
-                }
+                parse_at(&doc[start..end], offset + l, c, each)?;
                 advance(end, &mut at);
             }
             Some(Err(e)) => {
@@ -687,6 +670,45 @@ fn json_values(doc: &str, offset: usize, each: &mut impl FnMut(Object)) -> Resul
             }
         }
     }
+}
+
+/// The objects of `text`, which starts on 0-based line `line` of its file at 0-based column
+/// `column`: its positions (and its error's) moved there.
+fn parse_at(
+    text: &str,
+    line: usize,
+    column: usize,
+    each: &mut impl FnMut(Object),
+) -> Result<(), SyntaxError> {
+    let shift = |p: &mut Pos| {
+        if p.line == 1 {
+            p.column += column;
+        }
+        p.line += line;
+    };
+    let objects = parse_document(text).map_err(|e| {
+        let mut at = Pos {
+            line: e.pos_line,
+            column: e.pos_col,
+        };
+        shift(&mut at);
+        SyntaxError {
+            pos_line: at.line,
+            pos_col: at.column,
+            ..e
+        }
+    })?;
+    for mut o in objects {
+        for p in o
+            .positions
+            .values_mut()
+            .chain(o.warnings.iter_mut().map(|(p, _)| p))
+        {
+            shift(p);
+        }
+        each(o);
+    }
+    Ok(())
 }
 
 /// The YAML text's documents, their scalars as written ([`resolve`] reads them as kubectl does).
@@ -808,11 +830,24 @@ mod tests {
         // After two JSON objects, YAML is not read either (kubectl does not switch back).
         let err = parse("{\"kind\":\"Pod\"}\n{\"kind\":\"Pod\"}\nfoo: bar\n").unwrap_err();
         assert_eq!((err.pos_line, err.pos_col), (3, 1));
-        // One JSON object and then what YAML refuses too: the object is read, and the error is
-        // where the rest starts.
+        // One JSON object and then YAML: both read, as kubectl v1.33+ reads them (the object
+        // as JSON, the rest as YAML); an error in the rest is where it stands.
+        let objects = parse("{\"kind\":\"Pod\"}\nkind: Service\nmetadata: {name: s}\n").unwrap();
+        let kinds: Vec<&str> = objects
+            .iter()
+            .map(|o| o.value["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["Pod", "Service"]);
+        assert_eq!(
+            objects[1].position(&FieldPath::parse("metadata.name")),
+            Pos {
+                line: 3,
+                column: 12
+            }
+        );
         let mut read = 0;
-        let err = parse_each("{\"kind\":\"Pod\"}\nfoo: bar\n", |_| read += 1).unwrap_err();
-        assert_eq!((read, err.pos_line, err.pos_col), (1, 2, 1), "{err:?}");
+        let err = parse_each("{\"kind\":\"Pod\"}\nfoo: [bar\n", |_| read += 1).unwrap_err();
+        assert_eq!((read, err.pos_line), (1, 3), "{err:?}");
         // A long stream on one line is read value by value, each at its column.
         let line: String = (0..2000)
             .map(|i| format!("{{\"kind\":\"Pod\",\"n\":{i}}}"))

@@ -935,7 +935,10 @@ pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
         if value.is_null() {
             return Ok(());
         }
-        serde_path_to_error::deserialize::<_, T>(value)
+        // The apiserver's decoder reads a null as the field's zero value (`app: ` in labels,
+        // an unset Helm value, `args: [--a, ~]`), where serde refuses it: nulls are left out.
+        let value = without_nulls(value);
+        serde_path_to_error::deserialize::<_, T>(&value)
             .map(drop)
             .map_err(|e| {
                 let mut path = at.to_string();
@@ -976,6 +979,25 @@ pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
         };
     }
     check::<PodTemplateSpec>(kind, template, &path)
+}
+
+/// `value` with every null in an object or a list left out.
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .filter(|v| !v.is_null())
+                .map(without_nulls)
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// Reads the pod template of an already parsed object (manifests read by `check`).
