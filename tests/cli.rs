@@ -1062,6 +1062,22 @@ fn exclude_globs_ignore_a_leading_dot_slash() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["summary"]["files"], files, "{glob}");
     }
+    // Anchored at the top of the walk, whatever it is called; written from `/`, an absolute
+    // path is matched as written too.
+    let top = dir.display().to_string();
+    let bad_dir = format!("{top}/bad/");
+    for (root, glob, files) in [
+        (top.as_str(), bad_dir.as_str(), 2),
+        (top.as_str(), "/bad/", 2),
+        (top.as_str(), "/other/app.yaml", 2),
+    ] {
+        let out = Command::new(BIN)
+            .args(["check", "-o", "json", "--exclude", glob, root])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["summary"]["files"], files, "{root} {glob}");
+    }
 }
 
 /// Walks leave out hidden directories and Helm chart templates (and say so), `--exclude` leaves
@@ -1665,4 +1681,38 @@ fn explain_workloadspread_counts_the_room_of_each_subset() {
     assert_eq!(v["subsets"][0]["room"], 4);
     assert_eq!(v["subsets"][1]["room"], 2);
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// A key written twice is a `duplicate-key` warning at the second, in YAML and in a JSON
+/// stream alike, the object checked with the last value; `--skip-rule duplicate-key` leaves
+/// it out.
+#[test]
+fn duplicate_keys_are_warned_and_can_be_skipped() {
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: x}\ndata: {a: y}\n";
+    let r = run(&["check", "-"], Some(yaml.as_bytes()));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.starts_with("<stdin>:5:1: warning[duplicate-key] duplicated key in mapping: \"data\": kubectl keeps the last value, and the one before it is lost\n"),
+        "{}",
+        r.stdout
+    );
+    let json = "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\"}\n  {\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}\n";
+    let r = run(&["check", "-"], Some(json.as_bytes()));
+    assert!(
+        r.stdout.starts_with(
+            "<stdin>:2:41: warning[duplicate-key] duplicated key in mapping: \"kind\""
+        ),
+        "{}",
+        r.stdout
+    );
+    let r = run(
+        &["check", "--skip-rule", "duplicate-key", "-"],
+        Some(yaml.as_bytes()),
+    );
+    assert!(!r.stdout.contains("duplicate-key"), "{}", r.stdout);
+    let r = run(
+        &["check", "--fail-on", "warning", "-"],
+        Some(yaml.as_bytes()),
+    );
+    assert_eq!(r.code, 1, "{}", r.stdout);
 }

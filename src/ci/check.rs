@@ -17,6 +17,8 @@ pub const IGNORE_ANNOTATION: &str = "placement-guard.io/ignore";
 pub const IGNORE_REASON_ANNOTATION: &str = "placement-guard.io/ignore-reason";
 /// Findings about input that could not be read as YAML or as an object.
 pub const RULE_YAML: &str = "yaml-syntax";
+/// A key written twice in one mapping (a warning: kubectl keeps the last value).
+pub const RULE_DUPLICATE_KEY: &str = "duplicate-key";
 pub const RULE_INVALID: &str = "invalid-object";
 pub const RULE_UNREADABLE: &str = "unreadable";
 /// `audit`: a pod, or a workload's pod template, that no node of the cluster can run now.
@@ -323,11 +325,18 @@ impl Checker {
     }
 
     /// `live`: read from the API server (where a Pod's spec can no longer change).
-    fn check_object(&mut self, file: &str, obj: Object, live: Option<Live>) {
+    fn check_object(&mut self, file: &str, mut obj: Object, live: Option<Live>) {
         for (at, message) in &obj.warnings {
-            let mut d = Diagnostic::file_level(file, *at, RULE_YAML, message.clone());
+            let mut d = Diagnostic::file_level(file, *at, RULE_DUPLICATE_KEY, message.clone());
             d.severity = Severity::Warning;
             self.report.diagnostics.push(d);
+        }
+        // The apiserver's decoder reads a null as the field's zero value: an empty string in
+        // labels and selectors, elsewhere as if the field were not written (for the rules, as
+        // for the scheduler, a zero request and none are the same).
+        if obj.value.is_object() {
+            workload::empty_string_nulls(&mut obj.value);
+            obj.value = workload::without_nulls(&obj.value, false);
         }
         let v = &obj.value;
         // kubectl refuses a document that is not a mapping (a garbled `helm template`, a stray

@@ -156,11 +156,13 @@ fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Every id a diagnostic can carry: the registry's rules and the input diagnostics.
+/// Every id a diagnostic can carry: the registry's rules, the input diagnostics and what the
+/// manifest reader warns of.
 pub fn rule_ids() -> Vec<&'static str> {
     crate::rules::all_rules()
         .map(|m| m.id.as_str())
         .chain(INPUT_RULES.iter().map(|(id, _)| *id))
+        .chain(READER_RULES.iter().map(|(id, _)| *id))
         .collect()
 }
 
@@ -250,6 +252,13 @@ const INPUT_RULES: [(&str, &str); 3] = [
     (RULE_UNREADABLE, "The file cannot be read"),
 ];
 
+/// What the manifest reader warns of while the object is still read and checked: filtered as a
+/// rule's findings are (`--skip-rule duplicate-key`).
+const READER_RULES: [(&str, &str); 1] = [(
+    crate::ci::check::RULE_DUPLICATE_KEY,
+    "A key is written twice in one mapping: kubectl keeps the last value",
+)];
+
 /// `%SRCROOT%`: the directory relative paths are relative to.
 const SRCROOT: &str = "%SRCROOT%";
 
@@ -328,12 +337,17 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
                 .help(text(m.help))
                 .build()
         })
-        .chain(INPUT_RULES.iter().map(|(id, summary)| {
-            ReportingDescriptor::builder()
-                .id(*id)
-                .short_description(text(summary))
-                .build()
-        }))
+        .chain(
+            INPUT_RULES
+                .iter()
+                .chain(&READER_RULES)
+                .map(|(id, summary)| {
+                    ReportingDescriptor::builder()
+                        .id(*id)
+                        .short_description(text(summary))
+                        .build()
+                }),
+        )
         .collect();
     // Suppressed findings are left out: GitHub code scanning does not honour SARIF's
     // `suppressions` (github/codeql-action#1230) and would raise them as open alerts.

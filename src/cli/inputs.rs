@@ -73,12 +73,18 @@ pub struct Glob {
     pattern: wildmatch::WildMatch,
     /// For `**/x`: `x`, which `**/` (a directory and a slash) does not match at the top.
     top: Option<wildmatch::WildMatch>,
+    /// A pattern written from `/`: also an absolute path, matched as written.
+    absolute: Option<wildmatch::WildMatch>,
     dir_only: bool,
     anchored: bool,
 }
 
 impl Glob {
-    pub fn new(pattern: &str) -> Glob {
+    pub fn new(written: &str) -> Glob {
+        let absolute = written
+            .starts_with('/')
+            .then(|| wildmatch::WildMatch::new(written.trim_end_matches('/')));
+        let pattern = written;
         let (pattern, anchored) = match pattern
             .strip_prefix("./")
             .or_else(|| pattern.strip_prefix('/'))
@@ -93,6 +99,7 @@ impl Glob {
         Glob {
             pattern: wildmatch::WildMatch::new(pattern),
             top: pattern.strip_prefix("**/").map(wildmatch::WildMatch::new),
+            absolute,
             dir_only,
             anchored,
         }
@@ -103,16 +110,25 @@ impl Glob {
     }
 }
 
-/// Whether a glob excludes `p`: matched against the path as shown without a leading `./` (so
-/// `bad/*` works for `check .` as for `check bad/..`), and, unless anchored, against the file
-/// name. `is_dir` is asked only for a glob that matches directories alone, so that an entry
-/// another glob excludes is never looked at (a hung mount can be left out by name).
-fn excluded(p: &Path, is_dir: impl FnOnce() -> bool, excludes: &[Glob]) -> bool {
+/// Whether a glob excludes `p`, found walking `root`: an anchored glob is matched against the
+/// path below `root` (and, written from `/`, against the path as shown), another against the
+/// path as shown without a leading `./` (so `bad/*` works for `check .` as for `check bad/..`)
+/// and the file name. `is_dir` is asked only for a glob that matches directories alone, so that
+/// an entry another glob excludes is never looked at (a hung mount can be left out by name).
+fn excluded(p: &Path, root: &Path, is_dir: impl FnOnce() -> bool, excludes: &[Glob]) -> bool {
     let shown = p.display().to_string();
     let shown = shown.strip_prefix("./").unwrap_or(&shown);
+    let below = p
+        .strip_prefix(root)
+        .map(|b| b.display().to_string())
+        .unwrap_or_default();
     let name = p.file_name().map(|n| n.to_string_lossy().to_string());
     let hit = |g: &&Glob| {
-        g.matches(shown) || !g.anchored && name.as_deref().is_some_and(|n| g.matches(n))
+        if g.anchored {
+            g.matches(&below) || g.absolute.as_ref().is_some_and(|a| a.matches(shown))
+        } else {
+            g.matches(shown) || name.as_deref().is_some_and(|n| g.matches(n))
+        }
     };
     let mut hits = excludes.iter().filter(hit);
     hits.clone().any(|g| !g.dir_only) || hits.next().is_some() && is_dir()
@@ -125,6 +141,7 @@ fn excluded(p: &Path, is_dir: impl FnOnce() -> bool, excludes: &[Glob]) -> bool 
 /// the same place, comparing device and inode).
 fn walk(
     dir: &Path,
+    root: &Path,
     excludes: &[Glob],
     above: &mut Vec<PathBuf>,
     out: &mut Vec<Input>,
@@ -157,7 +174,7 @@ fn walk(
         let hidden = p
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with('.'));
-        if excluded(&p, || p.is_dir(), excludes) {
+        if excluded(&p, root, || p.is_dir(), excludes) {
             continue;
         }
         // One look at each entry (following links); one that cannot be looked at is kept, to
@@ -183,7 +200,7 @@ fn walk(
                     real => {
                         // One that cannot be resolved is walked, to be reported unreadable.
                         let pushed = real.map(|r| above.push(r)).is_ok();
-                        walk(&p, excludes, above, out, skipped);
+                        walk(&p, root, excludes, above, out, skipped);
                         if pushed {
                             above.pop();
                         }
@@ -259,7 +276,7 @@ pub fn collect(paths: &[String], excludes: &[String]) -> Collected {
         let p = Path::new(arg);
         if p.is_dir() {
             let mut above: Vec<PathBuf> = std::fs::canonicalize(p).into_iter().collect();
-            walk(p, &excludes, &mut above, &mut c.inputs, &mut c.skipped);
+            walk(p, p, &excludes, &mut above, &mut c.inputs, &mut c.skipped);
         } else if p.exists() {
             c.inputs.push(Input {
                 name: arg.clone(),

@@ -937,7 +937,7 @@ pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
         }
         // The apiserver's decoder reads a null as the field's zero value (`app: ` in labels,
         // an unset Helm value, `args: [--a, ~]`), where serde refuses it: nulls are left out.
-        let value = without_nulls(value);
+        let value = without_nulls(value, true);
         serde_path_to_error::deserialize::<_, T>(&value)
             .map(drop)
             .map_err(|e| {
@@ -981,19 +981,54 @@ pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
     check::<PodTemplateSpec>(kind, template, &path)
 }
 
-/// `value` with every null in an object or a list left out.
-fn without_nulls(value: &Value) -> Value {
+/// A null in a map of strings the rules read (labels, annotations, a nodeSelector, of the
+/// object and of its pod template) made the empty string the apiserver stores for it (`app: `
+/// in labels, an unset Helm value): the label is there, with no value.
+pub fn empty_string_nulls(value: &mut Value) {
+    let (api, kind) = (
+        value["apiVersion"].as_str().unwrap_or_default(),
+        value["kind"].as_str().unwrap_or_default(),
+    );
+    let Some(kind) = Kind::from_api_version(api, kind) else {
+        return;
+    };
+    let template = kind.template_path().to_string();
+    let spec = kind.pod_spec_path().to_string();
+    let mut maps = vec![
+        "metadata.labels".to_string(),
+        "metadata.annotations".to_string(),
+        format!("{spec}.nodeSelector"),
+    ];
+    if kind != Kind::Pod {
+        maps.push(format!("{template}.metadata.labels"));
+        maps.push(format!("{template}.metadata.annotations"));
+    }
+    for path in maps {
+        let found = path
+            .split('.')
+            .try_fold(&mut *value, |v, seg| v.get_mut(seg));
+        if let Some(Value::Object(m)) = found {
+            for x in m.values_mut().filter(|x| x.is_null()) {
+                *x = Value::String(String::new());
+            }
+        }
+    }
+}
+
+/// `value` with every null in an object left out, and in a list too with `lists` (which moves
+/// the items after it, so only where no finding's index is reported).
+pub fn without_nulls(value: &Value, lists: bool) -> Value {
     match value {
         Value::Object(m) => Value::Object(
             m.iter()
                 .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .map(|(k, v)| (k.clone(), without_nulls(v, lists)))
                 .collect(),
         ),
         Value::Array(a) => Value::Array(
             a.iter()
-                .filter(|v| !v.is_null())
-                .map(without_nulls)
+                .filter(|v| !lists || !v.is_null())
+                .map(|v| without_nulls(v, lists))
                 .collect(),
         ),
         other => other.clone(),

@@ -841,6 +841,8 @@ fn fields_of_the_wrong_type_are_refused_as_kubectl_would_be() {
         (pod("", ", env: [{name: E, value: 8080}]"), Some(("spec.containers[0].env[0].value", "Invalid value: 8080: must be a string (quote it to make it a string)"))),
         (pod("", ", ports: [{containerPort: \"80\"}]"), Some(("spec.containers[0].ports[0].containerPort", "Invalid value: \"80\": must be a whole number from -2147483648 to 2147483647 (a quoted number is a string: write it without quotes)"))),
         (pod(", annotations: {a: \"false\"}", ", resources: {requests: {cpu: 1, memory: 1e9}}, livenessProbe: {httpGet: {port: 8080}}"), None),
+        // Nulls are zero values to the apiserver (an unset Helm value).
+        (pod(", labels: {app: }, annotations: {x: ~}", ", args: [--a, ~], resources: {limits: {cpu: }}"), None),
     ];
     for (text, want) in cases {
         let mut c = Checker::new(&rules);
