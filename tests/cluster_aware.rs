@@ -176,7 +176,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(
         feasibility(&warnings),
-        ["feasibility: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes)."]
+        ["feasibility: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes). This update took away the last node(s) that could run it: n1, n2, which lack topology.kubernetes.io/zone=z9."]
     );
     assert_eq!(body["spec"]["nodeSelector"], to_z9["spec"]["nodeSelector"]);
 
@@ -190,7 +190,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         body["message"],
-        "admission webhook \"pods.validate.placement-guard.io\" denied the request: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes)."
+        "admission webhook \"pods.validate.placement-guard.io\" denied the request: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes). This update took away the last node(s) that could run it: n1, n2, which lack topology.kubernetes.io/zone=z9."
     );
     let (_, stored) = api.curl("GET", &format!("{PODS}/job-2"), None);
     assert_eq!(stored["spec"]["nodeSelector"], Value::Null);
@@ -209,7 +209,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         body["message"],
-        "admission webhook \"pods.validate.placement-guard.io\" denied the request: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes)."
+        "admission webhook \"pods.validate.placement-guard.io\" denied the request: spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Most nodes lack topology.kubernetes.io/zone=z9 (2/2 nodes). This update took away the last node(s) that could run it: n1, n2, which lack topology.kubernetes.io/zone=z9."
     );
     let (_, stored) = api.curl("GET", &format!("{PODS}/job-2"), None);
     assert!(stored["spec"]["schedulingGates"].is_array(), "{stored}");

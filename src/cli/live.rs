@@ -1012,6 +1012,17 @@ mod tests {
         }
     }
 
+    /// The `feasibility` findings of an audit: (origin, message).
+    fn feasibility_findings(checker: Checker) -> Vec<(String, String)> {
+        checker
+            .finish()
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == "feasibility")
+            .map(|d| (d.file.clone(), d.message.clone()))
+            .collect()
+    }
+
     #[test]
     fn which_workloads_create_pods() {
         use serde_json::json;
@@ -1334,14 +1345,7 @@ mod tests {
         ] {
             audited.one(Some(&cluster), kind, v);
         }
-        let found: Vec<(String, String)> = audited
-            .checker
-            .finish()
-            .diagnostics
-            .iter()
-            .filter(|d| d.rule == "feasibility")
-            .map(|d| (d.file.clone(), d.message.clone()))
-            .collect();
+        let found = feasibility_findings(audited.checker);
         let want = [
             ("q/Deployment/unqueued", "no node can run a new pod of this template now: 0/2 nodes are available: 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."),
             ("q/Pod/gated-cordoned", "the pod is gated, and once ungated it stays Pending, even tolerating every taint (what removes its scheduling gates may add tolerations): 0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) were unschedulable."),
@@ -1390,15 +1394,8 @@ mod tests {
             let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "q"},
                 "spec": {"runtimeClassName": "wasm", "containers": []}, "status": {"phase": "Pending"}});
             audited.one(Some(cluster), Kind::Pod, pod);
-            let messages: Vec<(String, String)> = audited
-                .checker
-                .finish()
-                .diagnostics
-                .iter()
-                .filter(|d| d.rule == "feasibility")
-                .map(|d| (d.file.clone(), d.message.clone()))
-                .collect();
-            (messages, audited.tally.unjudged)
+            let unjudged = audited.tally.unjudged;
+            (feasibility_findings(audited.checker), unjudged)
         };
         let (messages, unjudged) = found(&cluster);
         assert_eq!(
