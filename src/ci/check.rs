@@ -331,13 +331,6 @@ impl Checker {
             d.severity = Severity::Warning;
             self.report.diagnostics.push(d);
         }
-        // The apiserver's decoder reads a null as the field's zero value: an empty string in
-        // labels and selectors, elsewhere as if the field were not written (for the rules, as
-        // for the scheduler, a zero request and none are the same).
-        if obj.value.is_object() {
-            workload::empty_string_nulls(&mut obj.value);
-            obj.value = workload::without_nulls(&obj.value, false);
-        }
         let v = &obj.value;
         // kubectl refuses a document that is not a mapping (a garbled `helm template`, a stray
         // list); a mapping without kind is left alone, as config files beside manifests are.
@@ -367,6 +360,7 @@ impl Checker {
             self.report
                 .checked
                 .push((file.to_string(), format!("WorkloadSpread {}", name_of(v))));
+            workload::strip_nulls(&mut obj.value, false);
             self.spreads.push((file.to_string(), obj));
             return;
         }
@@ -404,6 +398,10 @@ impl Checker {
             self.report.skipped += 1;
             return;
         };
+        // Read as the apiserver's decoder reads them; the objects checked alone (a ConfigMap's
+        // data is never copied for this).
+        workload::zero_nulls(kind, &mut obj.value);
+        let v = &obj.value;
         self.report.objects += 1;
         let object = describe(kind, v);
         self.report.checked.push((file.to_string(), object.clone()));

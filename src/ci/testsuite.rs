@@ -65,19 +65,13 @@ pub fn find_suites(roots: &[PathBuf]) -> (Vec<PathBuf>, Vec<crate::cli::inputs::
 
 /// The case files of a suite: files beside its `rules.yaml` named like manifests.
 pub fn cases(suite: &Path) -> Vec<PathBuf> {
-    named_cases(suite)
-        .into_iter()
-        .filter(|p| p.is_file())
-        .collect()
+    case_files(suite).0
 }
 
-/// What is named like a case but is no regular file (a FIFO would block the run, a directory
-/// is no case): left out, and said.
-pub fn not_files(suite: &Path) -> Vec<PathBuf> {
-    named_cases(suite)
-        .into_iter()
-        .filter(|p| !p.is_file())
-        .collect()
+/// The cases of a suite, and what is named like one but is no regular file (a FIFO would block
+/// the run, a directory is no case): left out, and said.
+pub fn case_files(suite: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    named_cases(suite).into_iter().partition(|p| p.is_file())
 }
 
 fn named_cases(suite: &Path) -> Vec<PathBuf> {

@@ -873,13 +873,13 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
                 outln!("FAILED  {display}: a snapshot whose case is gone; restore the case, or `placement-guard test --update` removes it");
             }
         }
-        for p in testsuite::not_files(suite) {
+        let (cases, not_files) = testsuite::case_files(suite);
+        for p in not_files {
             eprintln!(
                 "placement-guard: skipped {} (not a regular file)",
                 p.display()
             );
         }
-        let cases = testsuite::cases(suite);
         if cases.is_empty() && filter.is_none() {
             // Cases in a subfolder belong to no suite unless it has a rules.yaml of its own.
             failed += 1;

@@ -516,6 +516,17 @@ impl PodTemplate {
         added
     }
 
+    /// The pod's tolerations as kube-scheduler receives them, with
+    /// [`PodTemplate::added_tolerations`]; borrowed when nothing is added.
+    pub fn scheduled_tolerations(&self) -> Cow<'_, [Toleration]> {
+        let added = self.added_tolerations();
+        if added.is_empty() {
+            Cow::Borrowed(self.spec.tolerations())
+        } else {
+            Cow::Owned([self.spec.tolerations(), &added[..]].concat())
+        }
+    }
+
     /// A pod of this object as kube-scheduler receives it, with [`PodTemplate::added_tolerations`].
     pub fn as_scheduled(&self) -> Cow<'_, PodTemplate> {
         let added = self.added_tolerations();
@@ -935,10 +946,18 @@ pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
         if value.is_null() {
             return Ok(());
         }
-        // The apiserver's decoder reads a null as the field's zero value (`app: ` in labels,
-        // an unset Helm value, `args: [--a, ~]`), where serde refuses it: nulls are left out.
-        let value = without_nulls(value, true);
-        serde_path_to_error::deserialize::<_, T>(&value)
+        // The apiserver's decoder reads a null as the field's zero value (`args: [--a, ~]`),
+        // where serde refuses it: nulls in lists are left out ([`zero_nulls`] took the others).
+        let stripped;
+        let value = if has_list_null(value) {
+            let mut copy = value.clone();
+            strip_nulls(&mut copy, true);
+            stripped = copy;
+            &stripped
+        } else {
+            value
+        };
+        serde_path_to_error::deserialize::<_, T>(value)
             .map(drop)
             .map_err(|e| {
                 let mut path = at.to_string();
@@ -970,28 +989,17 @@ pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
     if kind == Kind::Pod {
         return check::<Spec>(kind, &value["spec"], &FieldPath::fields(&["spec"]));
     }
-    let path = kind.template_path();
-    let mut template = value;
-    for seg in path.json_segments() {
-        template = match seg {
-            crate::k8s::fieldpath::JsonSegment::Key(k) => &template[k],
-            crate::k8s::fieldpath::JsonSegment::Index(i) => &template[i],
-        };
-    }
-    check::<PodTemplateSpec>(kind, template, &path)
+    let template = workload_template(value).unwrap_or(&Value::Null);
+    check::<PodTemplateSpec>(kind, template, &kind.template_path())
 }
 
-/// A null in a map of strings the rules read (labels, annotations, a nodeSelector, of the
-/// object and of its pod template) made the empty string the apiserver stores for it (`app: `
-/// in labels, an unset Helm value): the label is there, with no value.
-pub fn empty_string_nulls(value: &mut Value) {
-    let (api, kind) = (
-        value["apiVersion"].as_str().unwrap_or_default(),
-        value["kind"].as_str().unwrap_or_default(),
-    );
-    let Some(kind) = Kind::from_api_version(api, kind) else {
-        return;
-    };
+/// An object of `kind` with its nulls read as the apiserver's decoder reads them, as the
+/// field's zero value: in a map of strings the rules read (labels, annotations, a nodeSelector,
+/// of the object and of its pod template) the empty string the apiserver stores (`app: `, an
+/// unset Helm value: the label is there, with no value); elsewhere in an object as if the field
+/// were not written (for the rules, as for the scheduler, a zero request and none are the
+/// same). Nulls in lists stay, so that the index of what follows is the one written.
+pub fn zero_nulls(kind: Kind, value: &mut Value) {
     let template = kind.template_path().to_string();
     let spec = kind.pod_spec_path().to_string();
     let mut maps = vec![
@@ -1013,25 +1021,31 @@ pub fn empty_string_nulls(value: &mut Value) {
             }
         }
     }
+    strip_nulls(value, false);
 }
 
-/// `value` with every null in an object left out, and in a list too with `lists` (which moves
-/// the items after it, so only where no finding's index is reported).
-pub fn without_nulls(value: &Value, lists: bool) -> Value {
+/// Leaves out, in place, every null in an object, and in a list too with `lists`.
+pub fn strip_nulls(value: &mut Value, lists: bool) {
     match value {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), without_nulls(v, lists)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(
-            a.iter()
-                .filter(|v| !lists || !v.is_null())
-                .map(|v| without_nulls(v, lists))
-                .collect(),
-        ),
-        other => other.clone(),
+        Value::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(|v| strip_nulls(v, lists));
+        }
+        Value::Array(a) => {
+            if lists {
+                a.retain(|v| !v.is_null());
+            }
+            a.iter_mut().for_each(|v| strip_nulls(v, lists));
+        }
+        _ => {}
+    }
+}
+
+fn has_list_null(value: &Value) -> bool {
+    match value {
+        Value::Object(m) => m.values().any(has_list_null),
+        Value::Array(a) => a.iter().any(|v| v.is_null() || has_list_null(v)),
+        _ => false,
     }
 }
 

@@ -15,9 +15,6 @@
 //! Warn is the default: a cluster autoscaler adds nodes that match pending pods, so a pod no
 //! node fits today may well run in a few minutes.
 
-use std::borrow::Cow;
-
-use k8s_openapi::api::core::v1::Toleration;
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -216,20 +213,24 @@ fn selection_path(pod: &PodTemplate) -> Option<FieldPath> {
     {
         Some(spec.child("nodeSelector"))
     } else if pod.spec.required_node_selector_terms().is_some() {
-        Some(
-            spec.child("affinity")
-                .child("nodeAffinity")
-                .child("requiredDuringSchedulingIgnoredDuringExecution"),
-        )
+        Some(required_affinity(&spec))
     } else {
         None
     }
 }
 
+/// Where a pod spec at `spec` keeps its required node affinity.
+fn required_affinity(spec: &FieldPath) -> FieldPath {
+    spec.children(&[
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    ])
+}
+
 /// The nodes whose node-side filters `pod` passes.
 fn fitting(cluster: &Cluster, pod: &PodTemplate) -> Vec<usize> {
-    let added = pod.added_tolerations();
-    let tolerations = [pod.spec.tolerations(), &added[..]].concat();
+    let tolerations = pod.scheduled_tolerations();
     let side = NodeSide::with_tolerations(&pod.spec, &tolerations);
     side.evaluate(cluster)
         .iter()
@@ -303,11 +304,7 @@ fn tightened(old: &PodTemplate, new: &PodTemplate) -> Option<Changed> {
         .required_node_selector_terms()
         .sem_eq(&n.required_node_selector_terms())
     {
-        selection(
-            spec.child("affinity")
-                .child("nodeAffinity")
-                .child("requiredDuringSchedulingIgnoredDuringExecution"),
-        )
+        selection(required_affinity(&spec))
     } else if !o.tolerations().sem_eq(n.tolerations()) {
         Some(Changed {
             path: spec.child("tolerations"),
@@ -334,12 +331,7 @@ fn warning(path: FieldPath, detail: String) -> FieldError {
 /// more nodes than the selection did. `without_taints` leaves the taints out.
 fn node_side(cluster: &Cluster, pod: &PodTemplate, without_taints: bool) -> Option<(String, bool)> {
     // Only the tolerations change on the way to the scheduler: no copy of the template.
-    let added = pod.added_tolerations();
-    let tolerations: Cow<[Toleration]> = if added.is_empty() {
-        Cow::Borrowed(pod.spec.tolerations())
-    } else {
-        Cow::Owned([pod.spec.tolerations(), &added[..]].concat())
-    };
+    let tolerations = pod.scheduled_tolerations();
     let mut side = NodeSide::with_tolerations(&pod.spec, &tolerations);
     if without_taints {
         side = side.ignoring_taints();
@@ -424,8 +416,7 @@ fn ungated(cluster: &Cluster, pod: &PodTemplate, ns: &str) -> Option<(FieldError
     if results.iter().any(|r| r.feasible) {
         return None;
     }
-    let added = pod.added_tolerations();
-    let tolerations = [pod.spec.tolerations(), &added[..]].concat();
+    let tolerations = pod.scheduled_tolerations();
     let text = explained(
         cluster,
         &NodeSide::with_tolerations(&pod.spec, &tolerations),

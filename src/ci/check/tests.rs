@@ -758,6 +758,24 @@ fn objects_without_a_namespace_are_judged_in_the_one_given() {
     assert_eq!(run(Some("team-b")), (vec![], vec![]));
 }
 
+/// The `invalid-object` findings of checking `text` as (path, message), and how many objects
+/// were checked.
+fn invalid_objects(
+    rules: &crate::rules::config::RuleSet,
+    text: &str,
+) -> (Vec<(String, String)>, usize) {
+    let mut c = Checker::new(rules);
+    c.check_text("w.yaml", text);
+    let r = c.finish();
+    let invalid = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == "invalid-object")
+        .map(|d| (d.path.clone(), d.message.clone()))
+        .collect();
+    (invalid, r.objects)
+}
+
 /// Kubernetes' own workload kinds under a version kube-apiserver does not serve are an error
 /// at their apiVersion (kubectl apply fails on them), neither skipped as another kind nor
 /// checked as if served; OpenKruise's kinds are taken in every version.
@@ -804,20 +822,16 @@ fn workloads_under_unserved_versions_are_refused() {
         ("example.com/v1", "Deployment", None),
     ];
     for (api, kind, want) in cases {
-        let mut c = Checker::new(&rules);
-        c.check_text("w.yaml", &doc(api, kind));
-        let r = c.finish();
-        let invalid: Vec<&str> = r
-            .diagnostics
-            .iter()
-            .filter(|d| d.rule == "invalid-object")
-            .map(|d| d.message.as_str())
-            .collect();
+        let (invalid, objects) = invalid_objects(&rules, &doc(api, kind));
         match want {
             Some(end) => {
                 assert_eq!(invalid.len(), 1, "{api} {kind}: {invalid:?}");
-                assert!(invalid[0].ends_with(end), "{api} {kind}: {}", invalid[0]);
-                assert_eq!(r.objects, 0, "{api} {kind}");
+                assert!(
+                    invalid[0].1.ends_with(end),
+                    "{api} {kind}: {}",
+                    invalid[0].1
+                );
+                assert_eq!(objects, 0, "{api} {kind}");
             }
             None => assert!(invalid.is_empty(), "{api} {kind}: {invalid:?}"),
         }
@@ -845,15 +859,7 @@ fn fields_of_the_wrong_type_are_refused_as_kubectl_would_be() {
         (pod(", labels: {app: }, annotations: {x: ~}", ", args: [--a, ~], resources: {limits: {cpu: }}"), None),
     ];
     for (text, want) in cases {
-        let mut c = Checker::new(&rules);
-        c.check_text("p.yaml", &text);
-        let r = c.finish();
-        let invalid: Vec<(String, String)> = r
-            .diagnostics
-            .iter()
-            .filter(|d| d.rule == "invalid-object")
-            .map(|d| (d.path.clone(), d.message.clone()))
-            .collect();
+        let (invalid, _) = invalid_objects(&rules, &text);
         match want {
             Some((path, message)) => assert_eq!(
                 invalid,
