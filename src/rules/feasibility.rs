@@ -180,7 +180,7 @@ fn tightening(
     } else if changed.selection {
         changed.path
     } else {
-        selection_path(new).unwrap_or(changed.path)
+        selection_path(cluster, new).unwrap_or(changed.path)
     };
     let lost: Vec<usize> = match old {
         Some(o) if changed.selection => fitting(cluster, o),
@@ -202,18 +202,21 @@ fn tightening(
     ))
 }
 
-/// Where a pod's selection stands: its nodeSelector, else its required node affinity.
-fn selection_path(pod: &PodTemplate) -> Option<FieldPath> {
+/// Where a pod's selection stands: its required node affinity, unless it has none or no node
+/// meets its nodeSelector either (a nodeSelector some node meets is not what keeps the pod off
+/// every node); else its nodeSelector.
+fn selection_path(cluster: &Cluster, pod: &PodTemplate) -> Option<FieldPath> {
     let spec = pod.spec_path();
-    if pod
+    let selector = pod
         .spec
         .node_selector
         .as_ref()
-        .is_some_and(|m| !m.is_empty())
-    {
-        Some(spec.child("nodeSelector"))
-    } else if pod.spec.required_node_selector_terms().is_some() {
+        .is_some_and(|m| !m.is_empty());
+    let affinity = pod.spec.required_node_selector_terms().is_some();
+    if affinity && !(selector && !NodeSide::new(&pod.spec).node_selector_met(cluster)) {
         Some(required_affinity(&spec))
+    } else if selector {
+        Some(spec.child("nodeSelector"))
     } else {
         None
     }

@@ -267,6 +267,12 @@ impl<'a> NodeSide<'a> {
             .collect()
     }
 
+    /// Whether some node meets the pod's nodeSelector alone, its required node affinity aside:
+    /// when one does, what no node meets is the affinity (or both together).
+    pub fn node_selector_met(&self, cluster: &Cluster) -> bool {
+        self.affinity.selector_met(cluster)
+    }
+
     /// The selection's requirement that excludes the most nodes, with how many it excludes:
     /// usually a misspelt or unserved label value.
     pub fn most_missed(&self, cluster: &Cluster) -> Option<(String, usize)> {

@@ -46,6 +46,14 @@ impl NodeAffinity {
         }
     }
 
+    /// Whether some node of `cluster` meets the nodeSelector alone (true when it is empty).
+    pub(super) fn selector_met(&self, cluster: &Cluster) -> bool {
+        cluster
+            .nodes
+            .iter()
+            .any(|n| self.selector.matches_node(&n.labels, &n.name))
+    }
+
     pub(super) fn filter(&self, node: &Node) -> Option<&'static str> {
         (!self.matches(node)).then_some(REASON_NODE_AFFINITY)
     }

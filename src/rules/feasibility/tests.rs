@@ -506,6 +506,14 @@ fn the_finding_points_at_the_way_out() {
             "Warn spec.nodeSelector: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack pool=nope (4/4 nodes).",
         ),
         (
+            "a toleration added to a pod whose nodeSelector nodes meet but whose affinity none does points at the affinity",
+            gated(json!({"nodeSelector": {"pool": "general"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]}]}}}})),
+            gated(json!({"nodeSelector": {"pool": "general"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]}]}}}})),
+            "Warn spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: Forbidden: after this update no node can run the pod: 0/4 nodes are available: 1 node(s) were unschedulable, 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack zone=z9 (4/4 nodes).",
+        ),
+        (
             "a requirement appended to the affinity that takes the last node: named, not a tie of old ones",
             gated(json!({"nodeSelector": {"pool": "general", "zone": "a"}, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                 {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}}})),
