@@ -1716,3 +1716,67 @@ fn duplicate_keys_are_warned_and_can_be_skipped() {
     );
     assert_eq!(r.code, 1, "{}", r.stdout);
 }
+
+/// A subset's pods are placed with what their RuntimeClass adds at admission, and the text says
+/// so; a class the dump lacks, or one kube-apiserver would refuse the pods for, is a note on the
+/// subset instead of a silent placement as written.
+#[test]
+fn explain_workloadspread_applies_and_notes_the_runtime_class() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+    let ws = format!("{d}/workloadspread/zones.yaml");
+    let dump = std::fs::read_to_string(format!("{d}/explain/cluster.yaml")).unwrap();
+    let cloneset = std::fs::read_to_string(format!("{d}/workloadspread/cloneset.yaml")).unwrap();
+    let dir = temp_dir("ws-runtime-class");
+    let explain = |template_spec: &str, class: &str| {
+        let w = dir.join("cloneset.yaml");
+        std::fs::write(
+            &w,
+            cloneset.replace("    spec:\n", &format!("    spec:\n{template_spec}")),
+        )
+        .unwrap();
+        let c = dir.join("cluster.yaml");
+        std::fs::write(&c, format!("{dump}{class}")).unwrap();
+        run(
+            &[
+                "explain",
+                "--workloadspread",
+                &ws,
+                "--workload",
+                w.to_str().unwrap(),
+                "--cluster",
+                c.to_str().unwrap(),
+            ],
+            None,
+        )
+    };
+    // The class sends its pods to zoneB, where subset-a's term cannot go.
+    let zone_b = "- {apiVersion: node.k8s.io/v1, kind: RuntimeClass, metadata: {name: kata}, handler: kata, scheduling: {nodeSelector: {topology.kubernetes.io/zone: zoneB}}}\n";
+    let r = explain("      runtimeClassName: kata\n", zone_b);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("subset-a  3    3     topology.kubernetes.io/zone In [zoneA]  NONE: 0/4 nodes are available"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("subset subset-a: placed with what RuntimeClass \"kata\" adds at admission (its overhead, nodeSelector and tolerations)\n"),
+        "{}",
+        r.stdout
+    );
+    let r = explain("      runtimeClassName: kata\n", "");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("subset subset-a: the pod names RuntimeClass \"kata\", which the dump does not hold: placed without the overhead, nodeSelector and tolerations it adds"),
+        "{}",
+        r.stdout
+    );
+    let r = explain(
+        "      runtimeClassName: kata\n      nodeSelector: {topology.kubernetes.io/zone: zoneA}\n",
+        zone_b,
+    );
+    assert!(
+        r.stdout.contains("subset subset-a: kube-apiserver refuses the pod (conflict: runtimeClass.scheduling.nodeSelector[topology.kubernetes.io/zone] = zoneB; pod.spec.nodeSelector[topology.kubernetes.io/zone] = zoneA); placed as written\n"),
+        "{}",
+        r.stdout
+    );
+}

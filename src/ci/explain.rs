@@ -1,5 +1,6 @@
 //! `explain`: a cluster snapshot and a pod (or workload) in, every node's verdict out.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use serde_json::{json, Value};
@@ -488,9 +489,9 @@ pub fn workloadspread(
                 .map_err(|e| ExplainError(format!("subset {}: {e}", share.subset)))?;
             // With what its RuntimeClass adds at admission (its overhead counts for the room),
             // where the dump holds the class.
-            let t = crate::core::runtime_class::admitted(&t, &c.runtime_classes)
-                .map(std::borrow::Cow::into_owned)
-                .unwrap_or(t);
+            let mut notes = Vec::new();
+            let t = runtime_class_admitted(c, &t, "the dump", &mut notes).into_owned();
+            entry["notes"] = json!(notes);
             let results = filter::evaluate(c, &t, &namespace);
             let feasible: Vec<&str> = results
                 .iter()
@@ -521,6 +522,49 @@ pub fn workloadspread(
         "overflow": dist.overflow,
         "subsets": subsets,
     }))
+}
+
+/// `template` with what its RuntimeClass adds at admission (overhead, nodeSelector,
+/// tolerations), and a caveat saying so; where the class cannot be applied, the template as
+/// it is, and a caveat saying why.
+pub fn runtime_class_admitted<'a>(
+    cluster: &Cluster,
+    template: &'a PodTemplate,
+    cluster_name: &str,
+    caveats: &mut Vec<String>,
+) -> Cow<'a, PodTemplate> {
+    let Some(name) = template.spec.runtime_class_name.as_deref() else {
+        return Cow::Borrowed(template);
+    };
+    let unknown = !cluster.runtime_classes.contains_key(name);
+    match crate::core::runtime_class::admitted(template, &cluster.runtime_classes) {
+        Ok(Cow::Owned(t)) => {
+            caveats.push(format!(
+                "placed with what RuntimeClass {name:?} adds at admission (its overhead, nodeSelector and tolerations)"
+            ));
+            Cow::Owned(t)
+        }
+        Ok(same) => same,
+        Err(_) if unknown && cluster_name == "the dump" => {
+            caveats.push(format!(
+                "the pod names RuntimeClass {name:?}, which the dump does not hold: placed without the overhead, nodeSelector and tolerations it adds (dump them too: kubectl get nodes,pods,namespaces,runtimeclasses -A -o json)"
+            ));
+            Cow::Borrowed(template)
+        }
+        Err(_) if unknown && cluster.runtime_classes_unread.is_some() => {
+            caveats.push(format!(
+                "the pod names RuntimeClass {name:?}, but the RuntimeClasses could not be listed ({}): placed without the overhead, nodeSelector and tolerations it adds",
+                cluster.runtime_classes_unread.as_deref().unwrap_or_default()
+            ));
+            Cow::Borrowed(template)
+        }
+        Err(refused) => {
+            caveats.push(format!(
+                "kube-apiserver refuses the pod ({refused}); placed as written"
+            ));
+            Cow::Borrowed(template)
+        }
+    }
 }
 
 /// How many subsets of a [`workloadspread`] result are given more pods than their feasible
@@ -601,6 +645,13 @@ pub fn workloadspread_text(v: &Value) -> String {
         out.push_str(&format!("\n{overflow} pod(s) find no subset with room: admitted without injection, they can run anywhere\n"));
     }
     for s in v["subsets"].as_array().into_iter().flatten() {
+        for note in s["notes"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "subset {}: {}\n",
+                s["name"].as_str().unwrap_or(""),
+                note.as_str().unwrap_or("")
+            ));
+        }
         if let Some(u) = s["unsupportedPatch"].as_array().filter(|u| !u.is_empty()) {
             let parts: Vec<&str> = u.iter().filter_map(Value::as_str).collect();
             out.push_str(&format!(

@@ -194,7 +194,7 @@ pub fn evaluate_bound(
     let admitted = if admitted_already {
         Cow::Borrowed(template)
     } else {
-        runtime_class_admitted(cluster, template, cluster_name, caveats)
+        crate::ci::explain::runtime_class_admitted(cluster, template, cluster_name, caveats)
     };
     let template = admitted.as_ref();
     let Some((node, pod)) = bound else {
@@ -215,49 +215,6 @@ pub fn evaluate_bound(
             pod.name
         ));
         Ok(filter::evaluate(cluster, template, ns))
-    }
-}
-
-/// `template` with what its RuntimeClass adds at admission (overhead, nodeSelector,
-/// tolerations), and a caveat saying so; where the class cannot be applied, the template as
-/// it is, and a caveat saying why.
-pub fn runtime_class_admitted<'a>(
-    cluster: &Cluster,
-    template: &'a PodTemplate,
-    cluster_name: &str,
-    caveats: &mut Vec<String>,
-) -> Cow<'a, PodTemplate> {
-    let Some(name) = template.spec.runtime_class_name.as_deref() else {
-        return Cow::Borrowed(template);
-    };
-    let unknown = !cluster.runtime_classes.contains_key(name);
-    match crate::core::runtime_class::admitted(template, &cluster.runtime_classes) {
-        Ok(Cow::Owned(t)) => {
-            caveats.push(format!(
-                "placed with what RuntimeClass {name:?} adds at admission (its overhead, nodeSelector and tolerations)"
-            ));
-            Cow::Owned(t)
-        }
-        Ok(same) => same,
-        Err(_) if unknown && cluster_name == "the dump" => {
-            caveats.push(format!(
-                "the pod names RuntimeClass {name:?}, which the dump does not hold: placed without the overhead, nodeSelector and tolerations it adds (dump them too: kubectl get nodes,pods,namespaces,runtimeclasses -A -o json)"
-            ));
-            Cow::Borrowed(template)
-        }
-        Err(_) if unknown && cluster.runtime_classes_unread.is_some() => {
-            caveats.push(format!(
-                "the pod names RuntimeClass {name:?}, but the RuntimeClasses could not be listed ({}): placed without the overhead, nodeSelector and tolerations it adds",
-                cluster.runtime_classes_unread.as_deref().unwrap_or_default()
-            ));
-            Cow::Borrowed(template)
-        }
-        Err(refused) => {
-            caveats.push(format!(
-                "kube-apiserver refuses the pod ({refused}); placed as written"
-            ));
-            Cow::Borrowed(template)
-        }
     }
 }
 
