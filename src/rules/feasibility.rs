@@ -213,7 +213,7 @@ fn selection_path(cluster: &Cluster, pod: &PodTemplate) -> Option<FieldPath> {
         .as_ref()
         .is_some_and(|m| !m.is_empty());
     let affinity = pod.spec.required_node_selector_terms().is_some();
-    if affinity && !(selector && !NodeSide::new(&pod.spec).node_selector_met(cluster)) {
+    if affinity && (!selector || NodeSide::new(&pod.spec).node_selector_met(cluster)) {
         Some(required_affinity(&spec))
     } else if selector {
         Some(spec.child("nodeSelector"))
