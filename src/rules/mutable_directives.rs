@@ -13,7 +13,7 @@ use super::{
     Action, Finding, Input, Note, ObjectKind, Operation, Phase, Request, Rule, RuleId, RuleMeta,
     User, Verdict, Voice,
 };
-use crate::core::nodeselector::{pod_constraint_implies, Requirement, Source, Term};
+use crate::core::nodeselector::{pod_constraint_implies, Operator, Requirement, Source, Term};
 use crate::k8s::fieldpath::{ErrorType, FieldError, FieldPath};
 use crate::k8s::model::PodSpec;
 use crate::k8s::semantic::{map_eq, toleration_eq_but_seconds, SemEq};
@@ -267,42 +267,81 @@ fn user_allowed(user: &User, allowed: &[String]) -> bool {
         })
 }
 
+/// A toleration as written: an omitted operator is not printed as `Equal`, since
+/// `validateOnlyAddedTolerations` compares the two as different.
 fn describe_toleration(t: &Toleration) -> String {
     let mut parts = Vec::new();
-    if let Some(k) = t.key.as_deref().filter(|k| !k.is_empty()) {
-        parts.push(format!("key={k}"));
-    }
-    parts.push(format!(
-        "operator={}",
-        t.operator.as_deref().unwrap_or("Equal")
-    ));
-    if let Some(v) = t.value.as_deref().filter(|v| !v.is_empty()) {
-        parts.push(format!("value={v}"));
-    }
-    if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty()) {
-        parts.push(format!("effect={e}"));
+    let written = |v: &Option<String>| v.as_deref().filter(|v| !v.is_empty()).map(str::to_owned);
+    for (name, value) in [
+        ("key", written(&t.key)),
+        ("operator", written(&t.operator)),
+        ("value", written(&t.value)),
+        ("effect", written(&t.effect)),
+    ] {
+        if let Some(v) = value {
+            parts.push(format!("{name}={v}"));
+        }
     }
     format!("{{{}}}", parts.join(" "))
 }
 
 /// `validateOnlyAddedTolerations`: every old toleration must stay (tolerationSeconds may change).
 fn check_tolerations(old: &[Toleration], new: &[Toleration], spec: &FieldPath) -> Option<Problem> {
-    let missing = old
+    const SHOWN: usize = 3;
+    let missing: Vec<&Toleration> = old
         .iter()
-        .find(|o| !new.iter().any(|n| toleration_eq_but_seconds(o, n)))?;
+        .filter(|o| !new.iter().any(|n| toleration_eq_but_seconds(o, n)))
+        .collect();
+    let first = *missing.first()?;
+    let mut lost = missing
+        .iter()
+        .take(SHOWN)
+        .map(|t| describe_toleration(t))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if missing.len() > SHOWN {
+        lost.push_str(&format!(" and {} more", missing.len() - SHOWN));
+    }
+    // Written again with the operator spelt out (or left out): the same to the scheduler, a
+    // change to the apiserver, and invisible in a message that prints both alike.
+    let equal = |t: &Toleration| {
+        let op = t.operator.as_deref().filter(|o| !o.is_empty());
+        let mut t = t.clone();
+        t.operator = Some(op.unwrap_or("Equal").to_owned());
+        t
+    };
+    let respelt = new
+        .iter()
+        .find(|n| toleration_eq_but_seconds(&equal(first), &equal(n)))
+        .map(describe_toleration);
+    let (was, are) = if missing.len() == 1 {
+        ("toleration", "was")
+    } else {
+        ("tolerations", "were")
+    };
+    let (hint, explain) = match respelt {
+        Some(n) => (
+            format!(
+                "toleration {} is written {n} now, and the apiserver compares tolerations as written (an omitted operator is not \"Equal\"): keep it as it was and add new ones",
+                describe_toleration(first)
+            ),
+            format!(
+                "spec.tolerations: \"{}\" rewritten as \"{n}\"; tolerations compare as written: keep it as it was",
+                describe_toleration(first)
+            ),
+        ),
+        None => (
+            format!("{was} {lost} {are} removed or changed; keep every existing toleration as it is (only tolerationSeconds may change) and add new ones"),
+            format!("spec.tolerations: \"{lost}\" removed or changed; only tolerationSeconds may change"),
+        ),
+    };
     Some(Problem {
         error: FieldError::forbidden(
             spec.child("tolerations"),
             "existing toleration can not be modified except its tolerationSeconds",
         ),
-        hint: Some(format!(
-            "toleration {} was removed or changed; keep every existing toleration as it is (only tolerationSeconds may change) and add new ones",
-            describe_toleration(missing)
-        )),
-        explain: vec![format!(
-            "spec.tolerations: \"{}\" removed or changed; only tolerationSeconds may change",
-            describe_toleration(missing)
-        )],
+        hint: Some(hint),
+        explain: vec![explain],
     })
 }
 
@@ -552,11 +591,7 @@ fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> (Strin
         );
     }
     if narrower {
-        let extra: Vec<Requirement> = new_reqs
-            .iter()
-            .filter(|r| !old_reqs.contains(r))
-            .cloned()
-            .collect();
+        let extra = appended(old_reqs, new_reqs);
         let extra = quote_reqs(if extra.is_empty() { new_reqs } else { &extra });
         (
             format!("{rewritten}, a tightening; append the requirement(s) {extra} to the term instead, keeping the existing ones first and unchanged"),
@@ -568,6 +603,36 @@ fn term_hint(i: usize, old: &NodeSelectorTerm, new: &NodeSelectorTerm) -> (Strin
             format!("{rewritten}; while gated a term may only gain requirements"),
         )
     }
+}
+
+/// What to append to a term, old requirements `old`, to select what `new` selects: the new
+/// requirements, a `NotIn` that widens an old one on the same key cut to the values it adds,
+/// and a field requirement's values one per requirement (the apiserver takes exactly one value
+/// for `In` and `NotIn` on `matchFields`).
+fn appended(old: &[Requirement], new: &[Requirement]) -> Vec<Requirement> {
+    let mut out = Vec::new();
+    for r in new.iter().filter(|r| !old.contains(r)) {
+        let mut r = r.clone();
+        if r.op == Operator::NotIn {
+            r.values.retain(|v| {
+                !old.iter().any(|o| {
+                    o.op == Operator::NotIn
+                        && o.source == r.source
+                        && o.key == r.key
+                        && o.values.contains(v)
+                })
+            });
+        }
+        if r.source == Source::Field && r.op == Operator::NotIn && r.values.len() > 1 {
+            out.extend(r.values.iter().map(|v| Requirement {
+                values: vec![v.clone()],
+                ..r.clone()
+            }));
+        } else if !r.values.is_empty() || !matches!(r.op, Operator::In | Operator::NotIn) {
+            out.push(r);
+        }
+    }
+    out
 }
 
 /// The residual comparison of `ValidatePodUpdate` after munging node affinity: pod (anti-)affinity

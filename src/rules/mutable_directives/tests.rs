@@ -523,6 +523,11 @@ fn refused_updates_explain_the_legal_form() {
             ),
         ),
         (
+            "a matchFields NotIn widened in place: the legal form names only the added node, one value a requirement",
+            gated(json!({"affinity": required(json!([{"matchFields": [expr("metadata.name", "NotIn", &["n9"])]}]))})),
+            gated(json!({"affinity": required(json!([{"matchFields": [expr("metadata.name", "NotIn", &["n9", "n8", "n7"])]}]))})),
+        ),
+        (
             "nodeSelector value changed",
             gated(json!({"nodeSelector": {"disktype": "ssd"}})),
             gated(json!({"nodeSelector": {"disktype": "hdd"}})),
@@ -531,6 +536,16 @@ fn refused_updates_explain_the_legal_form() {
             "toleration removed",
             json!({"tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}),
             json!({}),
+        ),
+        (
+            "toleration's omitted operator written out",
+            json!({"tolerations": [{"key": "k1", "value": "v1", "effect": "NoSchedule"}]}),
+            json!({"tolerations": [{"key": "k1", "operator": "Equal", "value": "v1", "effect": "NoSchedule"}]}),
+        ),
+        (
+            "tolerations replaced by one",
+            json!({"tolerations": [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "Exists"}, {"key": "d", "operator": "Exists"}]}),
+            json!({"tolerations": [{"key": "e", "operator": "Exists"}]}),
         ),
         (
             "required node affinity dropped where the nodeSelector already decides the nodes",
@@ -665,6 +680,16 @@ fn mutate_explains_each_refused_change_in_one_line() {
             "toleration removed",
             json!({"tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]}),
             json!({}),
+        ),
+        (
+            "toleration's omitted operator written out",
+            json!({"tolerations": [{"key": "k1", "value": "v1", "effect": "NoSchedule"}]}),
+            json!({"tolerations": [{"key": "k1", "operator": "Equal", "value": "v1", "effect": "NoSchedule"}]}),
+        ),
+        (
+            "tolerations replaced by one",
+            json!({"tolerations": [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}, {"key": "c", "operator": "Exists"}, {"key": "d", "operator": "Exists"}]}),
+            json!({"tolerations": [{"key": "e", "operator": "Exists"}]}),
         ),
         (
             "a legal tightening explains nothing",
