@@ -227,8 +227,11 @@ fn validate(
     // The labels each pod will carry, for the merge and for the warnings: read once.
     let carried = object.carried_labels();
     // A Pod written in a manifest is merged as the apiserver will merge it; a Pod under
-    // review already was, and templates never are (their pods are: see below).
-    let merge = (as_written && object.kind == Kind::Pod).then_some(&carried);
+    // review already was, and templates never are (their pods are: see below). A Pod read
+    // from the API server (a file with a uid) whose selectors lack what the merge appends was
+    // not stored so: one restored from a dump under another name is merged again at create.
+    let merge = (object.kind == Kind::Pod && (as_written || !merged_as_stored(object, &carried)))
+        .then_some(&carried);
     let finding = |action, error| Finding {
         rule: VALIDATE_ID,
         action,
@@ -525,6 +528,26 @@ fn validate_match_label_keys(
         seen.push(key);
     }
     errs
+}
+
+/// Whether each spread constraint's selector holds the `key In [value]` expression the
+/// apiserver appends for each `matchLabelKeys` key the pod carries, as a Pod it stored does.
+fn merged_as_stored(pod: &PodTemplate, labels: &BTreeMap<String, String>) -> bool {
+    pod.spec.spread_constraints().iter().all(|c| {
+        let Some(sel) = &c.label_selector else {
+            return true;
+        };
+        let exprs = sel.match_expressions.as_deref().unwrap_or_default();
+        c.match_label_keys.iter().flatten().all(|k| {
+            labels.get(k).is_none_or(|v| {
+                exprs.iter().any(|e| {
+                    e.key == *k
+                        && e.operator == "In"
+                        && e.values.as_deref() == Some(std::slice::from_ref(v))
+                })
+            })
+        })
+    })
 }
 
 /// A template the apiserver accepts whose pods it will refuse: once each pod's `matchLabelKeys`

@@ -642,7 +642,8 @@ spec:
 
 /// A Pod read from the API server (a uid: `kubectl get -o yaml`, or `audit`) is as stored,
 /// its `matchLabelKeys` already merged into the selector: not merged again. The same document
-/// written by hand would be merged by the apiserver, and refused.
+/// written by hand would be merged by the apiserver, and refused; so is one with a uid whose
+/// selector lacks what the merge appends.
 #[test]
 fn a_stored_pods_merged_selector_is_not_merged_again() {
     let pod = |uid: &str| {
@@ -675,6 +676,22 @@ spec:
             .count();
         assert_eq!(duplicates, want, "uid {uid:?}: {:#?}", r.diagnostics);
     }
+    // A uid, but a selector without what the merge appends: never stored so (a dump edited,
+    // or restored under a new name), and the apiserver merges it at create, then refuses it.
+    let unmerged = pod("uid: 3f1c, ").replace(
+        "    matchLabelKeys: [pod-template-hash]\n",
+        "    matchLabelKeys: [app]\n",
+    );
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("p.yaml", &unmerged);
+    let r = c.finish();
+    let found: Vec<&str> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("exists in both matchLabelKeys"))
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(found.len(), 1, "{:#?}", r.diagnostics);
 }
 
 /// Infinity or NaN, which JSON has no form for, is reported where it stands, not judged as an unset field
