@@ -97,22 +97,19 @@ impl Rule for HardAntiAffinityRule {
         let Some((object, old)) = input.templates() else {
             return;
         };
-        if s.exempt_namespaces.iter().any(|n| n == input.namespace) {
-            return;
-        }
+        // An exempt namespace is spared the policy, not the apiserver's own refusal of a key.
+        let exempt = s.exempt_namespaces.iter().any(|n| n == input.namespace);
         verdict.rules_run.push(ID);
-        verdict
-            .findings
-            .extend(
-                check(object, old, input.namespace, s)
-                    .into_iter()
-                    .map(|f| Finding {
-                        rule: ID,
-                        action: f.action,
-                        error: f.error,
-                        hint: Some(f.hint),
-                    }),
-            );
+        verdict.findings.extend(
+            check(object, old, input.namespace, s, exempt)
+                .into_iter()
+                .map(|f| Finding {
+                    rule: ID,
+                    action: f.action,
+                    error: f.error,
+                    hint: Some(f.hint),
+                }),
+        );
     }
 
     fn check_settings(s: &HardAntiAffinity, path: &FieldPath) -> Vec<FieldError> {
@@ -220,13 +217,15 @@ fn namespaces_phrase(term: &PodAffinityTerm, own_namespace: &str) -> String {
     }
 }
 
-/// Flags every wide required anti-affinity term of `object`. On UPDATE, with `onUpdate:
-/// newTermsOnly`, terms the old object already had are not flagged again (ratcheting).
+/// Flags every wide required anti-affinity term of `object`, and in an `exempt` namespace
+/// only the topology keys the apiserver refuses. On UPDATE, with `onUpdate: newTermsOnly`,
+/// terms the old object already had are not flagged again (ratcheting).
 pub fn check(
     object: &PodTemplate,
     old: Option<&PodTemplate>,
     namespace: &str,
     cfg: &HardAntiAffinity,
+    exempt: bool,
 ) -> Vec<Flagged> {
     let terms = object.spec.required_pod_anti_affinity();
     if terms.is_empty() {
@@ -258,7 +257,7 @@ pub fn check(
         }
         // A null labelSelector matches no pod (the scheduler reads it as labels.Nothing()):
         // the term blocks nothing, however wide.
-        if term.label_selector.is_none() {
+        if exempt || term.label_selector.is_none() {
             continue;
         }
         if cfg

@@ -349,9 +349,15 @@ fn allowed_keys_exemptions_and_operations() {
         ..Default::default()
     });
     assert!(run(&r, Operation::Create, "demo", &obj, None).is_empty());
-    // Exempt namespace.
+    // Exempt namespace: spared the policy, not the apiserver's refusal of an invalid key.
     let r = RuleSet::default();
     assert!(run(&r, Operation::Create, "kube-system", &obj, None).is_empty());
+    let invalid = object(
+        Kind::Pod,
+        vec![term("a/b/c", json!({"namespaceSelector": {}}))],
+    );
+    let found = run(&r, Operation::Create, "kube-system", &invalid, None);
+    assert_eq!(found.len(), 1, "{found:?}");
     // Disabled.
     let r = rules(HardAntiAffinity {
         enabled: false,
