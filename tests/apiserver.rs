@@ -662,3 +662,67 @@ fn declared_constraints_take_over_from_defaults_through_a_replace() {
     assert_eq!(code, 200, "{v}");
     assert_eq!(constraints(&v), wanted);
 }
+
+/// kube-apiserver refuses a pod update that changes scheduling directives it may not before any
+/// validating webhook is called, so what a controller author reads is the mutating webhook's
+/// explanation: registered from the manifests, it reaches them for gated pods and for pods
+/// whose gates are gone (another actor removed them, the controller's patch lands after), and
+/// stays out of updates that leave the directives alone.
+#[test]
+fn refused_directive_changes_are_explained_through_the_mutating_webhook() {
+    let Some(api) =
+        with_apiserver("refused_directive_changes_are_explained_through_the_mutating_webhook")
+    else {
+        return;
+    };
+    let server = start(&[]);
+    api.namespace("explained");
+    api.register_mutating_webhooks(
+        &server,
+        "explained",
+        &["pods-update.mutate.placement-guard.io"],
+    );
+    let pods = "/api/v1/namespaces/explained/pods";
+    let pod = |name: &str, gated: bool| {
+        let mut spec = json!({"nodeSelector": {"disktype": "ssd"},
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]});
+        if gated {
+            spec["schedulingGates"] = json!([{"name": "example.com/gate"}]);
+        }
+        let (code, body) = api.create(pods, &json!({"metadata": {"name": name}, "spec": spec}));
+        assert_eq!(code, 201, "{body}");
+        format!("{pods}/{name}")
+    };
+    let merge = |path: &str, patch: Value| {
+        api.request(
+            "PATCH",
+            path,
+            Some(("application/merge-patch+json", &patch)),
+        )
+    };
+    let gated = pod("gated", true);
+    let ungated = pod("ungated", false);
+    let loosen = json!({"spec": {"nodeSelector": {"disktype": null}}});
+    // The apiserver's informer picks the registration up asynchronously: probe with dry runs.
+    api.eventually("the mutating webhook's explanation", || {
+        !merge(&format!("{gated}?dryRun=All"), loosen.clone())
+            .2
+            .is_empty()
+    });
+    let (code, _, warnings) = merge(&gated, loosen.clone());
+    assert_eq!(code, 422);
+    assert_eq!(
+        warnings,
+        ["placement-guard: spec.nodeSelector[\"disktype\"] removed on a gated pod; while gated you may only add keys"]
+    );
+    let (code, body, warnings) = merge(&ungated, json!({"spec": {"nodeSelector": {"rack": "r1"}}}));
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        warnings,
+        ["placement-guard: spec.nodeSelector changed on a pod without scheduling gates; it is fixed once ungated"]
+    );
+    // A label change reaches neither the webhook nor the client's warnings.
+    let (code, body, warnings) = merge(&ungated, json!({"metadata": {"labels": {"team": "a"}}}));
+    assert_eq!(code, 200, "{body}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
