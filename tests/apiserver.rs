@@ -726,3 +726,363 @@ fn refused_directive_changes_are_explained_through_the_mutating_webhook() {
     assert_eq!(code, 200, "{body}");
     assert!(warnings.is_empty(), "{warnings:?}");
 }
+
+/// `check` refuses the scheduling directives kube-apiserver v1.36.2 refuses (nodeSelector, node
+/// affinity, pod affinity and anti-affinity terms, tolerations, scheduling gates), at the same
+/// fields with the same messages, and passes what it takes: each pod is dry-run created through
+/// the API and checked as a manifest (its `invalid-object` errors, and the hard-anti-affinity
+/// rule's own for a required anti-affinity term's topologyKey).
+#[test]
+fn scheduling_fields_are_refused_as_the_apiserver_refuses_them() {
+    use placement_guard::ci::check::Checker;
+    use placement_guard::rules::config::RuleSet;
+    let Some(api) = with_apiserver("scheduling_fields_are_refused_as_the_apiserver_refuses_them")
+    else {
+        return;
+    };
+    api.namespace("sched");
+    let req = |expressions: Value| json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}}});
+    let expr = |key: &str, op: &str, values: &[&str]| -> Value {
+        let mut e = json!({"key": key, "operator": op});
+        if !values.is_empty() {
+            e["values"] = json!(values);
+        }
+        e
+    };
+    let fields = |f: Value| json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [f]}]}}});
+    let preferred_node = |weight: i64, e: Value| json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": weight, "preference": {"matchExpressions": [e]}}]}});
+    let web = json!({"matchLabels": {"app": "web"}});
+    let term = |extra: Value| {
+        let mut t = json!({"topologyKey": "kubernetes.io/hostname", "labelSelector": web});
+        for (k, v) in extra.as_object().unwrap() {
+            if v.is_null() {
+                t.as_object_mut().unwrap().remove(k);
+            } else {
+                t[k] = v.clone();
+            }
+        }
+        t
+    };
+    let affinity = |kind: &str, t: Value| json!({kind: {"requiredDuringSchedulingIgnoredDuringExecution": [t]}});
+    let preferred = |kind: &str, weight: i64, t: Value| json!({kind: {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": weight, "podAffinityTerm": t}]}});
+    let tol = |t: Value| json!([t]);
+    let cases: Vec<(&str, &str, Value)> = vec![
+        (
+            "valid scheduling directives",
+            "affinity",
+            req(json!([
+                expr("zone", "In", &["a"]),
+                expr("gen", "Gt", &["4"])
+            ])),
+        ),
+        (
+            "nodeSelector key of three parts",
+            "nodeSelector",
+            json!({"a/b/c": "x"}),
+        ),
+        (
+            "nodeSelector key with a space",
+            "nodeSelector",
+            json!({"bad key": "x"}),
+        ),
+        (
+            "nodeSelector value not a label value",
+            "nodeSelector",
+            json!({"disk": "bad value!"}),
+        ),
+        (
+            "nodeSelector value too long",
+            "nodeSelector",
+            json!({"disk": "v".repeat(64)}),
+        ),
+        (
+            "operator unknown",
+            "affinity",
+            req(json!([expr("zone", "Equals", &["a"])])),
+        ),
+        (
+            "In without values",
+            "affinity",
+            req(json!([expr("zone", "In", &[])])),
+        ),
+        (
+            "Exists with values",
+            "affinity",
+            req(json!([expr("zone", "Exists", &["a"])])),
+        ),
+        (
+            "Gt with two values",
+            "affinity",
+            req(json!([expr("gen", "Gt", &["1", "2"])])),
+        ),
+        (
+            "Lt with a negative value",
+            "affinity",
+            req(json!([expr("gen", "Lt", &["-5"])])),
+        ),
+        (
+            "a value not a label value",
+            "affinity",
+            req(json!([expr("zone", "In", &["not valid!"])])),
+        ),
+        (
+            "a key not a label key",
+            "affinity",
+            req(json!([expr("bad key", "Exists", &[])])),
+        ),
+        (
+            "no terms",
+            "affinity",
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}),
+        ),
+        (
+            "matchFields on another field",
+            "affinity",
+            fields(json!({"key": "metadata.namespace", "operator": "In", "values": ["a"]})),
+        ),
+        (
+            "matchFields Exists",
+            "affinity",
+            fields(json!({"key": "metadata.name", "operator": "Exists"})),
+        ),
+        (
+            "matchFields two names",
+            "affinity",
+            fields(json!({"key": "metadata.name", "operator": "NotIn", "values": ["n1", "n2"]})),
+        ),
+        (
+            "matchFields a name no node has",
+            "affinity",
+            fields(json!({"key": "metadata.name", "operator": "In", "values": ["Node_1"]})),
+        ),
+        (
+            "preferred weight 0",
+            "affinity",
+            preferred_node(0, expr("zone", "In", &["a"])),
+        ),
+        (
+            "preferred weight 101",
+            "affinity",
+            preferred_node(101, expr("zone", "In", &["a"])),
+        ),
+        (
+            "preferred operator unknown",
+            "affinity",
+            preferred_node(1, expr("zone", "Bogus", &["a"])),
+        ),
+        (
+            "preferred value not a label value",
+            "affinity",
+            preferred_node(1, expr("zone", "In", &["a b"])),
+        ),
+        (
+            "pod affinity topologyKey empty",
+            "affinity",
+            affinity("podAffinity", term(json!({"topologyKey": ""}))),
+        ),
+        (
+            "pod affinity topologyKey invalid",
+            "affinity",
+            affinity("podAffinity", term(json!({"topologyKey": "bad key"}))),
+        ),
+        (
+            "pod affinity selector operator unknown",
+            "affinity",
+            affinity(
+                "podAffinity",
+                term(
+                    json!({"labelSelector": {"matchExpressions": [expr("app", "Foo", &["web"])]}}),
+                ),
+            ),
+        ),
+        (
+            "pod affinity selector value invalid",
+            "affinity",
+            affinity(
+                "podAffinity",
+                term(json!({"labelSelector": {"matchLabels": {"app": "bad value!"}}})),
+            ),
+        ),
+        (
+            "anti-affinity namespaceSelector In without values",
+            "affinity",
+            affinity(
+                "podAntiAffinity",
+                term(json!({"namespaceSelector": {"matchExpressions": [expr("team", "In", &[])]}})),
+            ),
+        ),
+        (
+            "anti-affinity namespace invalid",
+            "affinity",
+            affinity("podAntiAffinity", term(json!({"namespaces": ["Bad_NS"]}))),
+        ),
+        (
+            "anti-affinity topologyKey empty",
+            "affinity",
+            affinity("podAntiAffinity", term(json!({"topologyKey": ""}))),
+        ),
+        (
+            "matchLabelKeys without selector",
+            "affinity",
+            affinity(
+                "podAffinity",
+                term(json!({"labelSelector": null, "matchLabelKeys": ["app"]})),
+            ),
+        ),
+        (
+            "mismatchLabelKeys without selector",
+            "affinity",
+            affinity(
+                "podAntiAffinity",
+                term(json!({"labelSelector": null, "mismatchLabelKeys": ["app"]})),
+            ),
+        ),
+        (
+            "matchLabelKeys key invalid",
+            "affinity",
+            affinity("podAffinity", term(json!({"matchLabelKeys": ["bad key"]}))),
+        ),
+        (
+            "matchLabelKeys key in the selector",
+            "affinity",
+            affinity("podAffinity", term(json!({"matchLabelKeys": ["app"]}))),
+        ),
+        (
+            "matchLabelKeys key the pod lacks",
+            "affinity",
+            affinity("podAffinity", term(json!({"matchLabelKeys": ["version"]}))),
+        ),
+        (
+            "a key in match and mismatch",
+            "affinity",
+            affinity(
+                "podAntiAffinity",
+                term(
+                    json!({"labelSelector": {"matchLabels": {"team": "a"}}, "matchLabelKeys": ["tier"], "mismatchLabelKeys": ["tier"]}),
+                ),
+            ),
+        ),
+        (
+            "preferred pod affinity weight 101",
+            "affinity",
+            preferred("podAffinity", 101, term(json!({}))),
+        ),
+        (
+            "preferred anti-affinity weight 0, topologyKey empty",
+            "affinity",
+            preferred("podAntiAffinity", 0, term(json!({"topologyKey": ""}))),
+        ),
+        (
+            "valid tolerations",
+            "tolerations",
+            json!([{"key": "k", "operator": "Equal", "value": "v", "effect": "NoExecute", "tolerationSeconds": 30}, {"operator": "Exists"}]),
+        ),
+        (
+            "toleration Exists with a value",
+            "tolerations",
+            tol(json!({"key": "k", "operator": "Exists", "value": "x"})),
+        ),
+        (
+            "toleration effect unknown",
+            "tolerations",
+            tol(json!({"key": "k", "operator": "Exists", "effect": "NoRun"})),
+        ),
+        (
+            "toleration operator In",
+            "tolerations",
+            tol(json!({"key": "k", "operator": "In", "value": "v"})),
+        ),
+        (
+            "toleration operator Lt",
+            "tolerations",
+            tol(json!({"key": "k", "operator": "Lt", "value": "5"})),
+        ),
+        (
+            "toleration without key, Equal",
+            "tolerations",
+            tol(json!({"operator": "Equal", "value": "v"})),
+        ),
+        (
+            "toleration without key or operator",
+            "tolerations",
+            tol(json!({"value": "v"})),
+        ),
+        (
+            "toleration seconds without NoExecute",
+            "tolerations",
+            tol(
+                json!({"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}),
+            ),
+        ),
+        (
+            "toleration seconds without effect",
+            "tolerations",
+            tol(json!({"key": "k", "operator": "Exists", "tolerationSeconds": 5})),
+        ),
+        (
+            "toleration key invalid",
+            "tolerations",
+            tol(json!({"key": "bad key", "operator": "Exists"})),
+        ),
+        (
+            "toleration value invalid",
+            "tolerations",
+            tol(json!({"key": "k", "value": "bad value!"})),
+        ),
+        (
+            "gates duplicated",
+            "schedulingGates",
+            json!([{"name": "example.com/gate"}, {"name": "example.com/gate"}]),
+        ),
+        (
+            "gate name invalid",
+            "schedulingGates",
+            json!([{"name": "bad gate!"}]),
+        ),
+        (
+            "gate name of three parts",
+            "schedulingGates",
+            json!([{"name": "a/b/c"}]),
+        ),
+        ("gate name empty", "schedulingGates", json!([{"name": ""}])),
+    ];
+    // The apiserver reports a `matchLabelKeys` key the selector names at `...[i][j]`; we at
+    // the entry to remove, `[i].matchLabelKeys[j]`.
+    let entry = |field: String| match field.strip_suffix(']').and_then(|f| f.rsplit_once("][")) {
+        Some((term, j)) if j.parse::<usize>().is_ok() => format!("{term}].matchLabelKeys[{j}]"),
+        _ => field,
+    };
+    let rules = RuleSet::default();
+    let mut disagreements = Vec::new();
+    let mut refused = 0;
+    for (i, (what, field, value)) in cases.iter().enumerate() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("p{i}"), "namespace": "sched", "labels": {"app": "web", "tier": "front"}},
+            "spec": {field.to_string(): value,
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+        let created = api.create("/api/v1/namespaces/sched/pods?dryRun=All", &pod);
+        let mut theirs: Vec<(String, String)> = refused_by_apiserver(what, created, 201)
+            .into_iter()
+            .map(|(field, _, message)| (entry(field), message))
+            .collect();
+        let mut checker = Checker::new(&rules);
+        checker.check_text("pod.json", &pod.to_string());
+        let report = checker.finish();
+        let mut ours: Vec<(String, String)> = report
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == placement_guard::ci::report::Severity::Error)
+            .map(|d| (d.path.clone(), d.message.clone()))
+            .collect();
+        theirs.sort();
+        ours.sort();
+        refused += usize::from(!theirs.is_empty());
+        if theirs != ours {
+            disagreements.push(format!(
+                "{what}:\n  apiserver: {theirs:#?}\n  check:     {ours:#?}"
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+    assert!(refused >= 45, "only {refused} cases refused");
+}

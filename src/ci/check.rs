@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::ci::report::{Diagnostic, Report, Severity, Suppressed};
 use crate::k8s::fieldpath::FieldPath;
 use crate::k8s::manifest::{self, Object};
+use crate::k8s::validation::validate_scheduling;
 use crate::k8s::workload::{self, group_of, Kind};
 use crate::kruise::workloadspread::{self as ws, Target};
 use crate::rules::{
@@ -493,10 +494,22 @@ impl Checker {
             findings: placed,
             ..rules::Verdict::default()
         };
-        let found = [validated, mutated, placed]
+        let mut found: Vec<Diagnostic> = [validated, mutated, placed]
             .iter()
             .flat_map(|v| on.diagnostics(v))
             .collect();
+        // What kube-apiserver itself refuses in the scheduling directives: kubectl's request
+        // would fail. An object read from the API server passed it already.
+        if validate && !stored {
+            let labels = (kind == Kind::Pod).then(|| template.carried_labels());
+            let refused =
+                validate_scheduling(&template.spec, &template.spec_path(), labels.as_ref());
+            found.extend(
+                refused
+                    .iter()
+                    .map(|e| on.diagnostic(RULE_INVALID, Severity::Error, &e.path, e.body(), None)),
+            );
+        }
         self.record(found, &on);
     }
 

@@ -162,7 +162,7 @@ fn refused_placement(kind: Kind, spec: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .enumerate()
-        .map(|(i, t)| (t, required.index(i)));
+        .map(|(i, t)| (t, required.index(i), true));
     let preferred = node["preferredDuringSchedulingIgnoredDuringExecution"]
         .as_array()
         .into_iter()
@@ -173,11 +173,11 @@ fn refused_placement(kind: Kind, spec: &Value) -> Vec<String> {
                 .child("preferredDuringSchedulingIgnoredDuringExecution")
                 .index(i)
                 .child("preference");
-            (&p["preference"], at)
+            (&p["preference"], at, false)
         });
-    for (t, at) in terms.chain(preferred) {
+    for (t, at, label_values) in terms.chain(preferred) {
         if let Ok(term) = serde_json::from_value::<NodeSelectorTerm>(t.clone()) {
-            errors.extend(validate_term(&term, &at));
+            errors.extend(validate_term(&term, &at, label_values));
         }
     }
     for (i, t) in spec["tolerations"]

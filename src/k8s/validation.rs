@@ -2,14 +2,16 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, PodAffinityTerm, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::json;
 
 use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::model::PodSpec;
 
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_SUBDOMAIN_FMT: &str =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
@@ -244,8 +246,15 @@ pub fn validate_label_selector(sel: &LabelSelector, path: &FieldPath) -> Vec<Fie
     errs
 }
 
-/// `ValidateNodeSelectorTerm`, with Kubernetes' messages.
-pub fn validate_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldError> {
+/// `ValidateNodeSelectorTerm`, with Kubernetes' messages (as kube-apiserver v1.36.2 words
+/// them: an unknown operator is an Invalid value). `label_values`: whether expression values
+/// must be label values, as v1.36.2 requires of required node affinity (not of preferred
+/// terms, nor in the older validation OpenKruise vendors).
+pub fn validate_term(
+    term: &NodeSelectorTerm,
+    path: &FieldPath,
+    label_values: bool,
+) -> Vec<FieldError> {
     let mut out = Vec::new();
     for (j, r) in term
         .match_expressions
@@ -272,13 +281,20 @@ pub fn validate_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldErro
                 "must be specified single value when `operator` is 'Lt' or 'Gt'",
             )),
             "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
-            other => out.push(FieldError::not_supported(
+            other => out.push(FieldError::invalid(
                 p.child("operator"),
                 json!(other),
-                &["DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"],
+                "not a valid selector operator",
             )),
         }
         out.extend(validate_label_name(&r.key, &p.child("key")));
+        for (k, v) in values.iter().enumerate().filter(|_| label_values) {
+            out.extend(
+                label_value_errors(v)
+                    .into_iter()
+                    .map(|m| FieldError::invalid(p.child("values").index(k), json!(v), m)),
+            );
+        }
     }
     for (j, r) in term
         .match_fields
@@ -287,29 +303,260 @@ pub fn validate_term(term: &NodeSelectorTerm, path: &FieldPath) -> Vec<FieldErro
         .iter()
         .enumerate()
     {
+        // `ValidateNodeFieldSelectorRequirement`: the operator, then the key and its values.
         let p = path.child("matchFields").index(j);
-        if r.key != "metadata.name" {
-            out.push(FieldError::not_supported(
-                p.child("key"),
-                json!(r.key),
-                &["metadata.name"],
-            ));
-        }
-        if r.operator != "In" && r.operator != "NotIn" {
-            out.push(FieldError::not_supported(
-                p.child("operator"),
-                json!(r.operator),
-                &["In", "NotIn"],
-            ));
-        }
-        if r.values.as_deref().unwrap_or(&[]).len() != 1 {
-            out.push(FieldError::required(
+        let values = r.values.as_deref().unwrap_or(&[]);
+        match r.operator.as_str() {
+            "In" | "NotIn" if values.len() != 1 => out.push(FieldError::required(
                 p.child("values"),
                 "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+            )),
+            "In" | "NotIn" => {}
+            other => out.push(FieldError::invalid(
+                p.child("operator"),
+                json!(other),
+                "not a valid selector operator",
+            )),
+        }
+        if r.key == "metadata.name" {
+            for (k, v) in values.iter().enumerate() {
+                out.extend(
+                    dns1123_subdomain_errors(v)
+                        .into_iter()
+                        .map(|m| FieldError::invalid(p.child("values").index(k), json!(v), m)),
+                );
+            }
+        } else {
+            out.push(FieldError::invalid(
+                p.child("key"),
+                json!(r.key),
+                "not a valid field selector key",
             ));
         }
     }
     out
+}
+
+/// `IsDNS1123Label` as `ValidateNamespaceName` reports it.
+fn dns1123_label_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push("must be no more than 63 bytes".to_string());
+    }
+    if !is_dns1123_label(s) {
+        errs.push(format!("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{DNS1123_LABEL_FMT}')"));
+    }
+    errs
+}
+
+/// kube-apiserver's own validation of a pod spec's scheduling directives (`ValidatePodSpec`'s
+/// nodeSelector, affinity, tolerations and schedulingGates), with its messages. `merge`: the
+/// pod's labels, when the apiserver merges a pod affinity term's `matchLabelKeys` and
+/// `mismatchLabelKeys` into its selector before validating it (a Pod created as written).
+/// What rules report is left to them: topology spread constraints, and a required
+/// anti-affinity term's topologyKey (the hard-anti-affinity rule).
+pub fn validate_scheduling(
+    spec: &PodSpec,
+    path: &FieldPath,
+    merge: Option<&BTreeMap<String, String>>,
+) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    if let Some(sel) = &spec.node_selector {
+        out.extend(validate_labels(sel, &path.child("nodeSelector")));
+    }
+    if let Some(a) = &spec.affinity {
+        let ap = path.child("affinity");
+        if let Some(na) = &a.node_affinity {
+            let np = ap.child("nodeAffinity");
+            if let Some(req) = &na.required_during_scheduling_ignored_during_execution {
+                let tp = np
+                    .child("requiredDuringSchedulingIgnoredDuringExecution")
+                    .child("nodeSelectorTerms");
+                if req.node_selector_terms.is_empty() {
+                    out.push(FieldError::required(
+                        tp,
+                        "must have at least one node selector term",
+                    ));
+                } else {
+                    for (i, t) in req.node_selector_terms.iter().enumerate() {
+                        out.extend(validate_term(t, &tp.index(i), true));
+                    }
+                }
+            }
+            let pp = np.child("preferredDuringSchedulingIgnoredDuringExecution");
+            for (i, t) in na
+                .preferred_during_scheduling_ignored_during_execution
+                .iter()
+                .flatten()
+                .enumerate()
+            {
+                weight(t.weight, &pp.index(i), &mut out);
+                out.extend(validate_term(
+                    &t.preference,
+                    &pp.index(i).child("preference"),
+                    false,
+                ));
+            }
+        }
+        let pod_terms = [
+            (
+                "podAffinity",
+                a.pod_affinity.as_ref().map(|p| {
+                    (
+                        &p.required_during_scheduling_ignored_during_execution,
+                        &p.preferred_during_scheduling_ignored_during_execution,
+                    )
+                }),
+            ),
+            (
+                "podAntiAffinity",
+                a.pod_anti_affinity.as_ref().map(|p| {
+                    (
+                        &p.required_during_scheduling_ignored_during_execution,
+                        &p.preferred_during_scheduling_ignored_during_execution,
+                    )
+                }),
+            ),
+        ];
+        for (name, terms) in pod_terms {
+            let Some((required, preferred)) = terms else {
+                continue;
+            };
+            let p = ap.child(name);
+            let rp = p.child("requiredDuringSchedulingIgnoredDuringExecution");
+            for (i, t) in required.iter().flatten().enumerate() {
+                let key = name == "podAffinity";
+                pod_affinity_term(t, &rp.index(i), key, merge, &mut out);
+            }
+            let pp = p.child("preferredDuringSchedulingIgnoredDuringExecution");
+            for (i, t) in preferred.iter().flatten().enumerate() {
+                weight(t.weight, &pp.index(i), &mut out);
+                let at = pp.index(i).child("podAffinityTerm");
+                pod_affinity_term(&t.pod_affinity_term, &at, true, merge, &mut out);
+            }
+        }
+    }
+    for (i, t) in spec.tolerations.iter().flatten().enumerate() {
+        out.extend(validate_toleration(t, &path.child("tolerations").index(i)));
+    }
+    let gp = path.child("schedulingGates");
+    let gates = spec.scheduling_gates.as_deref().unwrap_or(&[]);
+    for (i, g) in gates.iter().enumerate() {
+        out.extend(validate_label_name(&g.name, &gp.index(i)));
+        if gates[..i].iter().any(|o| o.name == g.name) {
+            out.push(FieldError::duplicate(gp.index(i), json!(g.name)));
+        }
+    }
+    out
+}
+
+/// A preferred term's weight, 1 to 100.
+fn weight(w: i32, path: &FieldPath, out: &mut Vec<FieldError>) {
+    if !(1..=100).contains(&w) {
+        out.push(FieldError::invalid(
+            path.child("weight"),
+            json!(w),
+            "must be in the range 1-100",
+        ));
+    }
+}
+
+/// `validatePodAffinityTerm`; `topology_key`: whether its topologyKey is checked here.
+fn pod_affinity_term(
+    term: &PodAffinityTerm,
+    path: &FieldPath,
+    topology_key: bool,
+    merge: Option<&BTreeMap<String, String>>,
+    out: &mut Vec<FieldError>,
+) {
+    let sel = term.label_selector.as_ref();
+    if let Some(s) = sel {
+        out.extend(validate_label_selector(s, &path.child("labelSelector")));
+    }
+    if let Some(s) = &term.namespace_selector {
+        out.extend(validate_label_selector(s, &path.child("namespaceSelector")));
+    }
+    // Reported at `namespace`, without the index, as upstream reports it.
+    for n in term.namespaces.iter().flatten() {
+        out.extend(
+            dns1123_label_errors(n)
+                .into_iter()
+                .map(|m| FieldError::invalid(path.child("namespace"), json!(n), m)),
+        );
+    }
+    let matching = term.match_label_keys.as_deref().unwrap_or(&[]);
+    let mismatching = term.mismatch_label_keys.as_deref().unwrap_or(&[]);
+    for (field, keys) in [
+        ("matchLabelKeys", matching),
+        ("mismatchLabelKeys", mismatching),
+    ] {
+        if keys.is_empty() {
+            continue;
+        }
+        if sel.is_none() {
+            out.push(FieldError::forbidden(
+                path.child(field),
+                "must not be specified when labelSelector is not set",
+            ));
+            continue;
+        }
+        for (i, k) in keys.iter().enumerate() {
+            out.extend(validate_label_name(k, &path.child(field).index(i)));
+        }
+    }
+    if let Some(sel) = sel {
+        // A key the selector names after `matchLabels` or an earlier expression, once the pod's
+        // keys are appended (`key In [value]`, then `key NotIn [value]`); upstream reports it at
+        // `[i][j]`, we at the `matchLabelKeys` entry to remove.
+        let index_of = |key: &str| matching.iter().rposition(|k| k == key);
+        let mut seen: Vec<&str> = sel
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, _)| k.as_str())
+            .collect();
+        let written = sel
+            .match_expressions
+            .iter()
+            .flatten()
+            .map(|e| e.key.as_str());
+        let merged = merge.into_iter().flat_map(|labels| {
+            matching
+                .iter()
+                .chain(mismatching)
+                .map(String::as_str)
+                .filter(|k| labels.contains_key(*k))
+        });
+        for key in written.chain(merged) {
+            if let (Some(i), true) = (index_of(key), seen.contains(&key)) {
+                out.push(FieldError::invalid(
+                    path.child("matchLabelKeys").index(i),
+                    json!(key),
+                    "exists in both matchLabelKeys and labelSelector",
+                ));
+            }
+            seen.push(key);
+        }
+    }
+    for (i, k) in matching.iter().enumerate() {
+        if mismatching.contains(k) {
+            out.push(FieldError::invalid(
+                path.child("matchLabelKeys").index(i),
+                json!(k),
+                "exists in both matchLabelKeys and mismatchLabelKeys",
+            ));
+        }
+    }
+    if topology_key {
+        let tk = &term.topology_key;
+        if tk.is_empty() {
+            out.push(FieldError::required(
+                path.child("topologyKey"),
+                "can not be empty",
+            ));
+        }
+        out.extend(validate_label_name(tk, &path.child("topologyKey")));
+    }
 }
 
 /// A list of namespace names compared exactly (`exemptNamespaces`): an entry that is no
@@ -329,41 +576,16 @@ pub fn validate_namespace_names(names: &[String], path: &FieldPath) -> Vec<Field
         .collect()
 }
 
-/// `ValidateTolerations`.
+/// `ValidateTolerations`, as kube-apiserver v1.36.2 words it.
 pub fn validate_toleration(t: &Toleration, path: &FieldPath) -> Vec<FieldError> {
     let mut out = Vec::new();
     let key = t.key.as_deref().unwrap_or("");
-    let op = t.operator.as_deref().unwrap_or("Equal");
+    let op = t.operator.as_deref().unwrap_or("");
+    let value = t.value.as_deref().unwrap_or("");
     if !key.is_empty() {
         out.extend(validate_label_name(key, &path.child("key")));
     } else if op != "Exists" {
         out.push(FieldError::invalid(path.child("operator"), json!(op), "operator must be Exists when `key` is empty, which means \"match all values and all keys\""));
-    }
-    match op {
-        "Equal" | "" => {}
-        "Exists" => {
-            if !t.value.as_deref().unwrap_or("").is_empty() {
-                out.push(FieldError::invalid(
-                    path.child("operator"),
-                    json!(t.value),
-                    "value must be empty when `operator` is 'Exists'",
-                ));
-            }
-        }
-        other => out.push(FieldError::not_supported(
-            path.child("operator"),
-            json!(other),
-            &["Equal", "Exists"],
-        )),
-    }
-    if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty()) {
-        if !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&e) {
-            out.push(FieldError::not_supported(
-                path.child("effect"),
-                json!(e),
-                &["NoExecute", "NoSchedule", "PreferNoSchedule"],
-            ));
-        }
     }
     let effect = t.effect.as_deref().unwrap_or("");
     if t.toleration_seconds.is_some() && effect != "NoExecute" {
@@ -371,6 +593,48 @@ pub fn validate_toleration(t: &Toleration, path: &FieldPath) -> Vec<FieldError> 
             path.child("effect"),
             json!(effect),
             "effect must be 'NoExecute' when `tolerationSeconds` is set",
+        ));
+    }
+    match op {
+        // The value of an Equal toleration is a label value, reported at `operator`, its
+        // messages joined by `;`.
+        "Equal" | "" => {
+            let errs = label_value_errors(value);
+            if !errs.is_empty() {
+                out.push(FieldError::invalid(
+                    path.child("operator"),
+                    json!(value),
+                    errs.join(";"),
+                ));
+            }
+        }
+        "Exists" => {
+            if !value.is_empty() {
+                out.push(FieldError::invalid(
+                    path.child("operator"),
+                    json!(value),
+                    "value must be empty when `operator` is 'Exists'",
+                ));
+            }
+        }
+        // The comparison operators are named among the supported ones, behind their feature
+        // gate (off in v1.36.2), when one is written.
+        "Lt" | "Gt" => out.push(FieldError::not_supported(
+            path.child("operator"),
+            json!(op),
+            &["Equal", "Exists", "Lt", "Gt"],
+        )),
+        other => out.push(FieldError::not_supported(
+            path.child("operator"),
+            json!(other),
+            &["Equal", "Exists"],
+        )),
+    }
+    if !effect.is_empty() && !["NoSchedule", "PreferNoSchedule", "NoExecute"].contains(&effect) {
+        out.push(FieldError::not_supported(
+            path.child("effect"),
+            json!(effect),
+            &["NoSchedule", "PreferNoSchedule", "NoExecute"],
         ));
     }
     out
@@ -481,9 +745,10 @@ mod tests {
             ("Exists", &["a"], &["spec.t.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"]),
             ("Gt", &["5"], &[]),
             ("Gt", &["x"], &[]),
-            ("Lt", &[" 5"], &[]),
+            // Values are label values to kube-apiserver v1.36.2, a comparison's too.
+            ("Lt", &[" 5"], &["spec.t.matchExpressions[0].values[0]: Invalid value: \" 5\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"]),
             ("Lt", &["1", "2"], &["spec.t.matchExpressions[0].values: Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"]),
-            ("Near", &[], &["spec.t.matchExpressions[0].operator: Unsupported value: \"Near\": supported values: \"DoesNotExist\", \"Exists\", \"Gt\", \"In\", \"Lt\", \"NotIn\""]),
+            ("Near", &[], &["spec.t.matchExpressions[0].operator: Invalid value: \"Near\": not a valid selector operator"]),
         ];
         for (op, values, want) in cases {
             let term = NodeSelectorTerm {
@@ -494,7 +759,7 @@ mod tests {
                 }]),
                 match_fields: None,
             };
-            let got: Vec<String> = validate_term(&term, &FieldPath::new("spec.t"))
+            let got: Vec<String> = validate_term(&term, &FieldPath::new("spec.t"), true)
                 .iter()
                 .map(|e| e.to_string())
                 .collect();

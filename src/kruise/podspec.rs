@@ -113,7 +113,7 @@ pub fn validate_pod_spec(spec: &Value, path: &FieldPath) -> Vec<FieldError> {
         .child("nodeSelectorTerms");
     for (i, t) in terms.map(Vec::as_slice).unwrap_or(&[]).iter().enumerate() {
         if let Ok(term) = serde_json::from_value(t.clone()) {
-            out.extend(validate_term(&term, &tpath.index(i)));
+            out.extend(validate_term(&term, &tpath.index(i), false));
         }
     }
     let sa = str_of(spec, "serviceAccountName");

@@ -451,7 +451,7 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
         }
         if let Some(t) = &sub.required {
             let path = p.child(n.required);
-            let invalid = validate_term(t, &path);
+            let invalid = validate_term(t, &path, false);
             // A valid term that matches no node on its own (a Gt/Lt bound that is not an
             // integer, `In` and `NotIn` of one value): Kruise accepts it, and the subset's
             // pods can never be scheduled.
@@ -479,7 +479,7 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
                 )));
             }
             out.extend(
-                validate_term(&pref.preference, &pp.child("preference"))
+                validate_term(&pref.preference, &pp.child("preference"), false)
                     .into_iter()
                     .map(err),
             );

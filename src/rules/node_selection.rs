@@ -320,7 +320,7 @@ impl Rule for NodeSelectionRule {
                             "a term without matchExpressions or matchFields matches no node (as in Kubernetes), so it would forbid nothing in forbiddenNodes and allow nothing in requiredNodes; give it requirements",
                         ));
                     }
-                    out.extend(validate_term(t, &tp));
+                    out.extend(validate_term(t, &tp, true));
                     // Stricter than the apiserver is with pods: a Gt/Lt value that is no integer
                     // matches no node, so in a policy it would quietly disable the term.
                     for (k, r) in t.match_expressions.iter().flatten().enumerate() {

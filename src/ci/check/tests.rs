@@ -887,3 +887,49 @@ fn fields_of_the_wrong_type_are_refused_as_kubectl_would_be() {
         }
     }
 }
+
+/// What kube-apiserver refuses in a manifest's scheduling directives is an `invalid-object`
+/// error at the field, in its words (held to kube-apiserver v1.36.2 in `tests/apiserver.rs`);
+/// a Pod read from the API server passed that validation and is not judged again.
+#[test]
+fn scheduling_directives_the_apiserver_refuses_are_errors() {
+    let doc = |uid: &str, spec: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: ns, {uid}labels: {{app: web}}}}\nspec:\n  containers: [{{name: c, image: x}}]\n{spec}")
+    };
+    let cases = [
+        (
+            "  nodeSelector: {disk: \"bad value!\"}\n",
+            vec!["spec.nodeSelector: Invalid value: \"bad value!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"],
+        ),
+        (
+            "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: Equals, values: [a]}]}]}}}\n",
+            vec!["spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator: Invalid value: \"Equals\": not a valid selector operator"],
+        ),
+        (
+            "  affinity: {podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 101, podAffinityTerm: {topologyKey: zone, labelSelector: {matchLabels: {app: web}}, matchLabelKeys: [app]}}]}}\n",
+            vec![
+                "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 101: must be in the range 1-100",
+                "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.matchLabelKeys[0]: Invalid value: \"app\": exists in both matchLabelKeys and labelSelector",
+            ],
+        ),
+        (
+            "  tolerations: [{key: k, operator: Exists, effect: NoSchedule, tolerationSeconds: 5}]\n",
+            vec!["spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set"],
+        ),
+        (
+            "  schedulingGates: [{name: example.com/gate}, {name: example.com/gate}]\n",
+            vec!["spec.schedulingGates[1]: Duplicate value: \"example.com/gate\""],
+        ),
+        (
+            "  affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, preference: {matchExpressions: [{key: zone, operator: In, values: [\"a b\"]}]}}]}}\n",
+            vec![],
+        ),
+    ];
+    for (spec, want) in cases {
+        let (found, _) = invalid_objects(&RuleSet::default(), &doc("", spec));
+        let got: Vec<String> = found.iter().map(|(p, m)| format!("{p}: {m}")).collect();
+        assert_eq!(got, want, "{spec}");
+        let (stored, _) = invalid_objects(&RuleSet::default(), &doc("uid: 3f1c, ", spec));
+        assert!(stored.is_empty(), "{spec}: {stored:?}");
+    }
+}
