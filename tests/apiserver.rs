@@ -1086,3 +1086,65 @@ fn scheduling_fields_are_refused_as_the_apiserver_refuses_them() {
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
     assert!(refused >= 45, "only {refused} cases refused");
 }
+
+/// A field the API does not have, in an object's metadata or pod template, is an
+/// `invalid-object` error at its path, as kube-apiserver's strict field validation (kubectl's
+/// default) refuses the object: the paths `check` reports are those kube-apiserver v1.36.2
+/// names in its `strict decoding error` for the same objects.
+#[test]
+fn unknown_fields_are_refused_as_the_apiserver_refuses_them() {
+    use placement_guard::ci::check::Checker;
+    use placement_guard::rules::config::RuleSet;
+    let Some(api) = with_apiserver("unknown_fields_are_refused_as_the_apiserver_refuses_them")
+    else {
+        return;
+    };
+    api.namespace("strict");
+    let container =
+        json!({"name": "c", "image": "registry.k8s.io/pause:3.10", "imagePullPolicie": "Always"});
+    let spec = json!({"containers": [container],
+        "topologySpreadConstraints": [{"maxSkew": 1, "minDomain": 2, "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}],
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecutions": {"nodeSelectorTerms": []}}},
+        "tolerations": [{"key": "k", "operator": "Exists", "tolerationSecond": 5}]});
+    let cases = [
+        (
+            "/api/v1/namespaces/strict/pods",
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "p", "labels": {"app": "web"}, "label": {"x": "y"}}, "spec": spec}),
+        ),
+        (
+            "/apis/apps/v1/namespaces/strict/deployments",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}, "annotation": {"a": "b"}}, "spec": spec}}}),
+        ),
+    ];
+    let rules = RuleSet::default();
+    for (path, object) in cases {
+        let (code, answer) = api.create(
+            &format!("{path}?dryRun=All&fieldValidation=Strict"),
+            &object,
+        );
+        assert_eq!(code, 400, "{answer}");
+        let message = answer["message"].as_str().unwrap();
+        let mut theirs: Vec<String> = message
+            .split("unknown field \"")
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap().to_string())
+            .collect();
+        let mut checker = Checker::new(&rules);
+        checker.check_text("o.json", &object.to_string());
+        let report = checker.finish();
+        let mut ours: Vec<String> = report
+            .diagnostics
+            .iter()
+            .filter(|d| d.message.starts_with("unknown field"))
+            .map(|d| d.path.clone())
+            .collect();
+        theirs.sort();
+        ours.sort();
+        assert_eq!(ours, theirs, "{message}");
+        assert_eq!(ours.len(), 5, "{ours:?}");
+    }
+}

@@ -420,11 +420,24 @@ impl Checker {
         // are preserved unknown fields to the apiserver (Kruise's webhook decodes them).
         let typed = live.is_some() || kind.group() == workload::KRUISE_GROUP;
         let typed = if typed {
-            Ok(())
+            Ok(Vec::new())
         } else {
             workload::typed(kind, v)
         };
-        let template = match typed.and_then(|()| workload::parse_value(kind, v)) {
+        let template = match typed.and_then(|unknown| {
+            for path in unknown {
+                let fp = FieldPath::parse(&path);
+                let field = path.rsplit(['.', '[']).next().unwrap_or(&path);
+                self.report.diagnostics.push(on.diagnostic(
+                    RULE_INVALID,
+                    Severity::Error,
+                    &fp,
+                    format!("unknown field {:?}: kube-apiserver's strict field validation (kubectl's default) refuses the object, and without it the field is dropped", field.trim_end_matches(']')),
+                    Some("check its spelling and where it is nested against the API reference (`kubectl explain`)".into()),
+                ));
+            }
+            workload::parse_value(kind, v)
+        }) {
             Ok(t) => t,
             Err(e) => {
                 let fp = FieldPath::parse(&e.path);

@@ -936,12 +936,15 @@ impl<'de> serde::de::Visitor<'de> for TemplateSeed {
 /// request with one where a string is taken, or a string where a number is. The views the
 /// rules read see only their own fields; this reads the whole metadata and pod spec with
 /// k8s-openapi's types (which, as the apiserver, take a number for a quantity and either for
-/// an int-or-string).
-pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
+/// an int-or-string). `Ok` holds the fields those types do not have, each as a path
+/// (`spec.topologySpreadConstraints[0].minDomain`): kube-apiserver's strict field validation,
+/// kubectl's default, refuses them, and without it drops them.
+pub fn typed(kind: Kind, value: &Value) -> Result<Vec<String>, ParseError> {
     fn check<T: serde::de::DeserializeOwned>(
         kind: Kind,
         value: &Value,
         at: &FieldPath,
+        unknown: &mut Vec<String>,
     ) -> Result<(), ParseError> {
         if value.is_null() {
             return Ok(());
@@ -957,40 +960,78 @@ pub fn typed(kind: Kind, value: &Value) -> Result<(), ParseError> {
         } else {
             value
         };
-        serde_path_to_error::deserialize::<_, T>(value)
-            .map(drop)
-            .map_err(|e| {
-                let mut path = at.to_string();
-                for seg in e.path().iter() {
-                    use serde_path_to_error::Segment;
-                    match seg {
-                        Segment::Seq { index } => path.push_str(&format!("[{index}]")),
-                        Segment::Map { key } if key.bytes().all(|b| b.is_ascii_alphanumeric()) => {
-                            if !path.is_empty() {
-                                path.push('.');
-                            }
-                            path.push_str(key);
-                        }
-                        // A map key as the apiserver writes it: `annotations[a.b/c]`.
-                        Segment::Map { key } => path.push_str(&format!("[{key}]")),
-                        Segment::Enum { .. } | Segment::Unknown => {}
-                    }
+        let mut passed_over = |p: serde_ignored::Path| unknown.push(ignored_path(at, &p));
+        serde_path_to_error::deserialize::<_, T>(serde_ignored::Deserializer::new(
+            value,
+            &mut passed_over,
+        ))
+        .map(drop)
+        .map_err(|e| {
+            let mut path = at.to_string();
+            for seg in e.path().iter() {
+                use serde_path_to_error::Segment;
+                match seg {
+                    Segment::Seq { index } => path.push_str(&format!("[{index}]")),
+                    Segment::Map { key } => push_key(&mut path, key),
+                    Segment::Enum { .. } | Segment::Unknown => {}
                 }
-                ParseError {
-                    kind: kind.display(),
-                    path,
-                    message: strip_position(&e.inner().to_string()),
-                }
-            })
+            }
+            ParseError {
+                kind: kind.display(),
+                path,
+                message: strip_position(&e.inner().to_string()),
+            }
+        })
     }
     use k8s_openapi::api::core::v1::{PodSpec as Spec, PodTemplateSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as Meta;
-    check::<Meta>(kind, &value["metadata"], &FieldPath::fields(&["metadata"]))?;
+    let mut unknown = Vec::new();
+    let meta = FieldPath::fields(&["metadata"]);
+    check::<Meta>(kind, &value["metadata"], &meta, &mut unknown)?;
     if kind == Kind::Pod {
-        return check::<Spec>(kind, &value["spec"], &FieldPath::fields(&["spec"]));
+        let spec = FieldPath::fields(&["spec"]);
+        check::<Spec>(kind, &value["spec"], &spec, &mut unknown)?;
+    } else {
+        let template = workload_template(value).unwrap_or(&Value::Null);
+        check::<PodTemplateSpec>(kind, template, &kind.template_path(), &mut unknown)?;
     }
-    let template = workload_template(value).unwrap_or(&Value::Null);
-    check::<PodTemplateSpec>(kind, template, &kind.template_path())
+    Ok(unknown)
+}
+
+/// A field name after `path`, or a map key as the apiserver writes it (`annotations[a.b/c]`).
+fn push_key(path: &mut String, key: &str) {
+    if key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key);
+    } else {
+        path.push_str(&format!("[{key}]"));
+    }
+}
+
+/// Where a field serde passed over is, under `at`.
+fn ignored_path(at: &FieldPath, p: &serde_ignored::Path) -> String {
+    use serde_ignored::Path;
+    fn walk(p: &Path, out: &mut String) {
+        match p {
+            Path::Root => {}
+            Path::Seq { parent, index } => {
+                walk(parent, out);
+                out.push_str(&format!("[{index}]"));
+            }
+            Path::Map { parent, key } => {
+                walk(parent, out);
+                push_key(out, key);
+            }
+            Path::Some { parent }
+            | Path::NewtypeStruct { parent }
+            | Path::NewtypeVariant { parent } => walk(parent, out),
+        }
+    }
+    let mut out = at.to_string();
+    walk(p, &mut out);
+    out
 }
 
 /// An object of `kind` with its nulls read as the apiserver's decoder reads them, as the

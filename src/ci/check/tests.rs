@@ -933,3 +933,45 @@ fn scheduling_directives_the_apiserver_refuses_are_errors() {
         assert!(stored.is_empty(), "{spec}: {stored:?}");
     }
 }
+
+/// A field the API does not have (a misspelt `minDomains`, a key nested one level off) is an
+/// `invalid-object` error at its path, where its line is, as kube-apiserver's strict field
+/// validation refuses the object (held to v1.36.2 in `tests/apiserver.rs`); the object is still
+/// judged.
+#[test]
+fn unknown_fields_are_errors_where_they_stand() {
+    let text = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: ns, label: {app: web}}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: x}]
+      topologySpreadConstraints:
+      - {maxSkew: 0, minDomain: 2, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}
+";
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text("w.yaml", text);
+    let r = c.finish();
+    let got: Vec<String> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| {
+            format!(
+                "{}:{} {} {}: {}",
+                d.line, d.column, d.rule, d.path, d.message
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "3:38 invalid-object metadata.label: unknown field \"label\": kube-apiserver's strict field validation (kubectl's default) refuses the object, and without it the field is dropped",
+            "11:10 topology-spread spec.template.spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero",
+            "11:22 invalid-object spec.template.spec.topologySpreadConstraints[0].minDomain: unknown field \"minDomain\": kube-apiserver's strict field validation (kubectl's default) refuses the object, and without it the field is dropped",
+        ]
+    );
+}
