@@ -1088,9 +1088,9 @@ fn scheduling_fields_are_refused_as_the_apiserver_refuses_them() {
 }
 
 /// A field the API does not have, in an object's metadata or pod template, is an
-/// `invalid-object` error at its path, as kube-apiserver's strict field validation (kubectl's
-/// default) refuses the object: the paths `check` reports are those kube-apiserver v1.36.2
-/// names in its `strict decoding error` for the same objects.
+/// `invalid-object` error at its path, whatever its value, as kube-apiserver's strict field
+/// validation (kubectl's default) refuses the object: the paths `check` reports are those
+/// kube-apiserver v1.36.2 names in its `strict decoding error` for the same objects.
 #[test]
 fn unknown_fields_are_refused_as_the_apiserver_refuses_them() {
     use placement_guard::ci::check::Checker;
@@ -1106,7 +1106,9 @@ fn unknown_fields_are_refused_as_the_apiserver_refuses_them() {
         "topologySpreadConstraints": [{"maxSkew": 1, "minDomain": 2, "topologyKey": "zone",
             "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}],
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecutions": {"nodeSelectorTerms": []}}},
-        "tolerations": [{"key": "k", "operator": "Exists", "tolerationSecond": 5}]});
+        "tolerations": [{"key": "k", "operator": "Exists", "tolerationSecond": 5}],
+        // A misspelt key with an unset Helm value: refused all the same.
+        "toleration": null, "nodeSelector": {"disk": null}});
     let cases = [
         (
             "/api/v1/namespaces/strict/pods",
@@ -1145,6 +1147,6 @@ fn unknown_fields_are_refused_as_the_apiserver_refuses_them() {
         theirs.sort();
         ours.sort();
         assert_eq!(ours, theirs, "{message}");
-        assert_eq!(ours.len(), 5, "{ours:?}");
+        assert_eq!(ours.len(), 6, "{ours:?}");
     }
 }

@@ -399,6 +399,16 @@ impl Checker {
             self.report.skipped += 1;
             return;
         };
+        // Objects read from the API server have their types already; OpenKruise's templates
+        // are preserved unknown fields to the apiserver (Kruise's webhook decodes them), its
+        // metadata is not.
+        let from_file = live.is_none();
+        let (typed, template) = (from_file, kind.group() != workload::KRUISE_GROUP);
+        let null_unknown = if typed {
+            workload::null_fields_unknown(kind, &obj.value, template)
+        } else {
+            Vec::new()
+        };
         // Read as the apiserver's decoder reads them; the objects checked alone (a ConfigMap's
         // data is never copied for this).
         workload::zero_nulls(kind, &mut obj.value);
@@ -416,15 +426,13 @@ impl Checker {
             // their cross-checks then say so rather than that it is missing.
             self.targets.add(v);
         }
-        // Objects read from the API server have their types already; OpenKruise's templates
-        // are preserved unknown fields to the apiserver (Kruise's webhook decodes them).
-        let typed = live.is_some() || kind.group() == workload::KRUISE_GROUP;
         let typed = if typed {
-            Ok(Vec::new())
+            workload::typed(kind, v, template)
         } else {
-            workload::typed(kind, v)
+            Ok(Vec::new())
         };
-        let template = match typed.and_then(|unknown| {
+        let template = match typed.and_then(|mut unknown| {
+            unknown.extend(null_unknown);
             for path in unknown {
                 let fp = FieldPath::parse(&path);
                 let field = path.rsplit(['.', '[']).next().unwrap_or(&path);
@@ -512,9 +520,11 @@ impl Checker {
             .flat_map(|v| on.diagnostics(v))
             .collect();
         // What kube-apiserver itself refuses in the scheduling directives: kubectl's request
-        // would fail. An object read from the API server passed it already.
-        if validate && !stored {
-            let labels = (kind == Kind::Pod).then(|| template.carried_labels());
+        // would fail. A live object passed it already (and newer checks ratchet on update);
+        // a file taken from the API server is applied again, but a Pod's affinity selectors
+        // are merged in it already.
+        if validate && from_file {
+            let labels = (kind == Kind::Pod && !stored).then(|| template.carried_labels());
             let refused =
                 validate_scheduling(&template.spec, &template.spec_path(), labels.as_ref());
             found.extend(

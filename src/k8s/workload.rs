@@ -938,8 +938,9 @@ impl<'de> serde::de::Visitor<'de> for TemplateSeed {
 /// k8s-openapi's types (which, as the apiserver, take a number for a quantity and either for
 /// an int-or-string). `Ok` holds the fields those types do not have, each as a path
 /// (`spec.topologySpreadConstraints[0].minDomain`): kube-apiserver's strict field validation,
-/// kubectl's default, refuses them, and without it drops them.
-pub fn typed(kind: Kind, value: &Value) -> Result<Vec<String>, ParseError> {
+/// kubectl's default, refuses them, and without it drops them. `template`: whether the pod
+/// template is read too (OpenKruise's CRDs keep unknown fields there; their metadata is typed).
+pub fn typed(kind: Kind, value: &Value, template: bool) -> Result<Vec<String>, ParseError> {
     fn check<T: serde::de::DeserializeOwned>(
         kind: Kind,
         value: &Value,
@@ -983,19 +984,150 @@ pub fn typed(kind: Kind, value: &Value) -> Result<Vec<String>, ParseError> {
             }
         })
     }
-    use k8s_openapi::api::core::v1::{PodSpec as Spec, PodTemplateSpec};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as Meta;
     let mut unknown = Vec::new();
-    let meta = FieldPath::fields(&["metadata"]);
-    check::<Meta>(kind, &value["metadata"], &meta, &mut unknown)?;
-    if kind == Kind::Pod {
-        let spec = FieldPath::fields(&["spec"]);
-        check::<Spec>(kind, &value["spec"], &spec, &mut unknown)?;
-    } else {
-        let template = workload_template(value).unwrap_or(&Value::Null);
-        check::<PodTemplateSpec>(kind, template, &kind.template_path(), &mut unknown)?;
+    for (part, v, at) in typed_parts(kind, value, template) {
+        match part {
+            Typed::Meta => check::<Meta>(kind, v, &at, &mut unknown)?,
+            Typed::Spec => check::<Spec>(kind, v, &at, &mut unknown)?,
+            Typed::Template => check::<PodTemplateSpec>(kind, v, &at, &mut unknown)?,
+        }
     }
     Ok(unknown)
+}
+
+use k8s_openapi::api::core::v1::{PodSpec as Spec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as Meta;
+
+/// The k8s-openapi type a part of an object is read with.
+enum Typed {
+    Meta,
+    Spec,
+    Template,
+}
+
+/// The parts [`typed`] reads: the object's metadata (and a CronJob's Jobs'), and with
+/// `template` its pod spec or template. A part not written is `null`.
+fn typed_parts(kind: Kind, value: &Value, template: bool) -> Vec<(Typed, &Value, FieldPath)> {
+    let mut out = vec![(
+        Typed::Meta,
+        &value["metadata"],
+        FieldPath::fields(&["metadata"]),
+    )];
+    if kind == Kind::CronJob {
+        out.push((
+            Typed::Meta,
+            &value["spec"]["jobTemplate"]["metadata"],
+            FieldPath::fields(&["spec", "jobTemplate", "metadata"]),
+        ));
+    }
+    if template {
+        if kind == Kind::Pod {
+            out.push((Typed::Spec, &value["spec"], FieldPath::fields(&["spec"])));
+        } else {
+            let t = workload_template(value).unwrap_or(&Value::Null);
+            out.push((Typed::Template, t, kind.template_path()));
+        }
+    }
+    out
+}
+
+/// The fields [`typed`] would call unknown whose value is `null` (a misspelt key with an unset
+/// Helm value): read before [`zero_nulls`] leaves them out, since kube-apiserver's strict
+/// field validation refuses an unknown field whatever its value. Reads only the parts that
+/// hold a null in a mapping; a type error there ends the reading of the part (typed reports it).
+pub fn null_fields_unknown(kind: Kind, value: &Value, template: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for (part, v, at) in typed_parts(kind, value, template) {
+        if !has_map_null(v) {
+            continue;
+        }
+        // Nulls in lists are zero values to the apiserver; in a known field, a null serde
+        // refuses (`nodeSelector: {disk: }`) is left out and the part read again, as
+        // [`zero_nulls`] leaves it out before [`typed`] reads it.
+        let mut copy = v.clone();
+        strip_list_nulls(&mut copy);
+        out.extend(match part {
+            Typed::Meta => nulls_passed_over::<Meta>(copy, &at),
+            Typed::Spec => nulls_passed_over::<Spec>(copy, &at),
+            Typed::Template => nulls_passed_over::<PodTemplateSpec>(copy, &at),
+        });
+    }
+    out
+}
+
+/// [`null_fields_unknown`] of one part, read as `T`.
+fn nulls_passed_over<T: serde::de::DeserializeOwned>(mut v: Value, at: &FieldPath) -> Vec<String> {
+    // Each round leaves out one null; a part has few.
+    for _ in 0..64 {
+        let mut found = Vec::new();
+        let mut note = |p: serde_ignored::Path| {
+            if resolve(&v, &p).is_some_and(Value::is_null) {
+                found.push(ignored_path(at, &p));
+            }
+        };
+        let read = serde_path_to_error::deserialize::<_, T>(serde_ignored::Deserializer::new(
+            &v, &mut note,
+        ));
+        let Err(e) = read else {
+            return found;
+        };
+        let at_null: Vec<&serde_path_to_error::Segment> = e.path().iter().collect();
+        if !remove_null(&mut v, &at_null) {
+            return found;
+        }
+    }
+    Vec::new()
+}
+
+/// Leaves out the null at `path` in a mapping; false when there is none.
+fn remove_null(v: &mut Value, path: &[&serde_path_to_error::Segment]) -> bool {
+    use serde_path_to_error::Segment;
+    match (path, v) {
+        ([Segment::Map { key }], Value::Object(m)) if m.get(key.as_str()) == Some(&Value::Null) => {
+            m.remove(key.as_str()).is_some()
+        }
+        ([Segment::Map { key }, rest @ ..], Value::Object(m)) => m
+            .get_mut(key.as_str())
+            .is_some_and(|child| remove_null(child, rest)),
+        ([Segment::Seq { index }, rest @ ..], Value::Array(a)) => a
+            .get_mut(*index)
+            .is_some_and(|child| remove_null(child, rest)),
+        ([Segment::Enum { .. } | Segment::Unknown, rest @ ..], v) => remove_null(v, rest),
+        _ => false,
+    }
+}
+
+/// The value at a path serde passed over.
+fn resolve<'v>(root: &'v Value, p: &serde_ignored::Path) -> Option<&'v Value> {
+    use serde_ignored::Path;
+    match p {
+        Path::Root => Some(root),
+        Path::Seq { parent, index } => resolve(root, parent)?.get(*index),
+        Path::Map { parent, key } => resolve(root, parent)?.get(key.as_str()),
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => resolve(root, parent),
+    }
+}
+
+/// Leaves out, in place, every null in a list (those in mappings stay).
+fn strip_list_nulls(value: &mut Value) {
+    match value {
+        Value::Object(m) => m.values_mut().for_each(strip_list_nulls),
+        Value::Array(a) => {
+            a.retain(|v| !v.is_null());
+            a.iter_mut().for_each(strip_list_nulls);
+        }
+        _ => {}
+    }
+}
+
+fn has_map_null(value: &Value) -> bool {
+    match value {
+        Value::Object(m) => m.values().any(|v| v.is_null() || has_map_null(v)),
+        Value::Array(a) => a.iter().any(has_map_null),
+        _ => false,
+    }
 }
 
 /// A field name after `path`, or a map key as the apiserver writes it (`annotations[a.b/c]`).
