@@ -461,6 +461,43 @@ fn weight(w: i32, path: &FieldPath, out: &mut Vec<FieldError>) {
     }
 }
 
+/// A `matchLabelKeys` key the selector names after `matchLabels` or an earlier expression,
+/// once `merged` (the expressions the apiserver appends for the pod's keys) follow what is
+/// written: `exists in both matchLabelKeys and labelSelector`. Upstream reports it at the
+/// term's or constraint's `[i][j]`; here at `path[j]`, the `matchLabelKeys` entry to remove
+/// (the last index of a repeated key, as in upstream's map).
+pub fn keys_in_selector<'a>(
+    keys: &[String],
+    sel: &'a LabelSelector,
+    merged: impl Iterator<Item = &'a str>,
+    path: &FieldPath,
+) -> Vec<FieldError> {
+    let index_of = |key: &str| keys.iter().rposition(|k| k == key);
+    let mut seen: Vec<&str> = sel
+        .match_labels
+        .iter()
+        .flatten()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    let written = sel
+        .match_expressions
+        .iter()
+        .flatten()
+        .map(|e| e.key.as_str());
+    let mut out = Vec::new();
+    for key in written.chain(merged) {
+        if let (Some(i), true) = (index_of(key), seen.contains(&key)) {
+            out.push(FieldError::invalid(
+                path.index(i),
+                json!(key),
+                "exists in both matchLabelKeys and labelSelector",
+            ));
+        }
+        seen.push(key);
+    }
+    out
+}
+
 /// `validatePodAffinityTerm`; `topology_key`: whether its topologyKey is checked here.
 fn pod_affinity_term(
     term: &PodAffinityTerm,
@@ -505,21 +542,7 @@ fn pod_affinity_term(
         }
     }
     if let Some(sel) = sel {
-        // A key the selector names after `matchLabels` or an earlier expression, once the pod's
-        // keys are appended (`key In [value]`, then `key NotIn [value]`); upstream reports it at
-        // `[i][j]`, we at the `matchLabelKeys` entry to remove.
-        let index_of = |key: &str| matching.iter().rposition(|k| k == key);
-        let mut seen: Vec<&str> = sel
-            .match_labels
-            .iter()
-            .flatten()
-            .map(|(k, _)| k.as_str())
-            .collect();
-        let written = sel
-            .match_expressions
-            .iter()
-            .flatten()
-            .map(|e| e.key.as_str());
+        // The pod's keys are appended `key In [value]`, then `key NotIn [value]`.
         let merged = merge.into_iter().flat_map(|labels| {
             matching
                 .iter()
@@ -527,16 +550,12 @@ fn pod_affinity_term(
                 .map(String::as_str)
                 .filter(|k| labels.contains_key(*k))
         });
-        for key in written.chain(merged) {
-            if let (Some(i), true) = (index_of(key), seen.contains(&key)) {
-                out.push(FieldError::invalid(
-                    path.child("matchLabelKeys").index(i),
-                    json!(key),
-                    "exists in both matchLabelKeys and labelSelector",
-                ));
-            }
-            seen.push(key);
-        }
+        out.extend(keys_in_selector(
+            matching,
+            sel,
+            merged,
+            &path.child("matchLabelKeys"),
+        ));
     }
     for (i, k) in matching.iter().enumerate() {
         if mismatching.contains(k) {

@@ -18,7 +18,7 @@ use crate::core::labels::selector_matches;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::json_text;
 use crate::k8s::model::selector_has_no_requirements;
-use crate::k8s::validation::{validate_label_name, validate_label_selector};
+use crate::k8s::validation::{keys_in_selector, validate_label_name, validate_label_selector};
 use crate::k8s::workload::{Kind, PodTemplate, POD_TEMPLATE_HASH};
 
 pub const VALIDATE_ID: RuleId = RuleId::new("topology-spread");
@@ -499,34 +499,12 @@ fn validate_match_label_keys(
     for (i, key) in keys.iter().enumerate() {
         errs.extend(validate_label_name(key, &path.index(i)));
     }
-    // The last index of each key wins, as in upstream's map.
-    let index_of = |key: &str| keys.iter().rposition(|k| k == key);
-    let mut seen: Vec<&str> = sel
-        .match_labels
-        .iter()
-        .flatten()
-        .map(|(k, _)| k.as_str())
-        .collect();
-    let written = sel
-        .match_expressions
-        .iter()
-        .flatten()
-        .map(|e| e.key.as_str());
     let merged = merge.into_iter().flat_map(|labels| {
         keys.iter()
             .map(String::as_str)
             .filter(|k| labels.contains_key(*k))
     });
-    for key in written.chain(merged) {
-        if let (Some(i), true) = (index_of(key), seen.contains(&key)) {
-            errs.push(FieldError::invalid(
-                path.index(i),
-                json!(key),
-                "exists in both matchLabelKeys and labelSelector",
-            ));
-        }
-        seen.push(key);
-    }
+    errs.extend(keys_in_selector(keys, sel, merged, path));
     errs
 }
 
