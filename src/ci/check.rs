@@ -95,12 +95,13 @@ fn id_hash(id: &(String, String, String, String)) -> u64 {
 
 impl Targets {
     /// Keeps `v` if it is a workload with a pod template.
-    fn add(&mut self, v: &Value) {
+    /// `namespace`: the one an object that names none is created in (`-n`).
+    fn add(&mut self, v: &Value, namespace: &str) {
         let Some(template) = workload::workload_template(v).filter(|t| t["spec"].is_object())
         else {
             return;
         };
-        let id = workload_id(v);
+        let id = workload_id(v, namespace);
         let claims = v["spec"]["volumeClaimTemplates"]
             .as_array()
             .map(|list| {
@@ -149,12 +150,15 @@ impl Targets {
     }
 }
 
-fn workload_id(v: &Value) -> (String, String, String, String) {
+fn workload_id(v: &Value, namespace: &str) -> (String, String, String, String) {
     let s = |x: &Value| x.as_str().unwrap_or("").to_string();
     (
         group_of(v["apiVersion"].as_str().unwrap_or("")).to_string(),
         s(&v["kind"]),
-        s(&v["metadata"]["namespace"]),
+        v["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or(namespace)
+            .to_string(),
         s(&v["metadata"]["name"]),
     )
 }
@@ -221,7 +225,7 @@ impl Checker {
         self.with_cluster = true;
         let before = self.targets.index.len();
         for o in &objects {
-            self.targets.add(&o.value);
+            self.targets.add(&o.value, "");
         }
         Ok(self.targets.index.len() - before)
     }
@@ -424,7 +428,8 @@ impl Checker {
         if kind != Kind::Pod {
             // Kept for WorkloadSpreads found later (in any file), also when it cannot be read:
             // their cross-checks then say so rather than that it is missing.
-            self.targets.add(v);
+            let namespace = self.namespace.as_deref().unwrap_or("");
+            self.targets.add(v, namespace);
         }
         let typed = if typed {
             workload::typed(kind, v, template)
@@ -583,7 +588,11 @@ impl Checker {
         let mut claimed: Vec<((String, String, String, String), String)> = Vec::new();
         for (file, obj) in &spreads {
             let v = &obj.value;
-            let ns = v["metadata"]["namespace"].as_str().unwrap_or("");
+            // Created in `-n`'s namespace when it names none, as kubectl apply -n creates it.
+            let ns = v["metadata"]["namespace"]
+                .as_str()
+                .or(self.namespace.as_deref())
+                .unwrap_or("");
             let object = format!(
                 "WorkloadSpread {}",
                 if ns.is_empty() {

@@ -248,8 +248,8 @@ pub fn validate_label_selector(sel: &LabelSelector, path: &FieldPath) -> Vec<Fie
 
 /// `ValidateNodeSelectorTerm`, with Kubernetes' messages (as kube-apiserver v1.36.2 words
 /// them: an unknown operator is an Invalid value). `label_values`: whether expression values
-/// must be label values, as v1.36.2 requires of required node affinity (not of preferred
-/// terms, nor in the older validation OpenKruise vendors).
+/// must be label values, as v1.36.2 (and OpenKruise's webhook, which calls it) requires of
+/// required node affinity, not of preferred terms.
 pub fn validate_term(
     term: &NodeSelectorTerm,
     path: &FieldPath,

@@ -113,7 +113,8 @@ pub fn validate_pod_spec(spec: &Value, path: &FieldPath) -> Vec<FieldError> {
         .child("nodeSelectorTerms");
     for (i, t) in terms.map(Vec::as_slice).unwrap_or(&[]).iter().enumerate() {
         if let Ok(term) = serde_json::from_value(t.clone()) {
-            out.extend(validate_term(&term, &tpath.index(i), false));
+            // Required node affinity's values are label values to Kruise's pod validation too.
+            out.extend(validate_term(&term, &tpath.index(i), true));
         }
     }
     let sa = str_of(spec, "serviceAccountName");

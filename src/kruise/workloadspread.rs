@@ -451,7 +451,9 @@ pub fn validate(ws: &WorkloadSpread) -> Vec<Problem> {
         }
         if let Some(t) = &sub.required {
             let path = p.child(n.required);
-            let invalid = validate_term(t, &path, false);
+            // Kruise's webhook validates the term as kube-apiserver validates required node
+            // affinity: its values are label values.
+            let invalid = validate_term(t, &path, true);
             // A valid term that matches no node on its own (a Gt/Lt bound that is not an
             // integer, `In` and `NotIn` of one value): Kruise accepts it, and the subset's
             // pods can never be scheduled.
@@ -1055,9 +1057,10 @@ pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, V
             None => *terms = json!([req.clone()]),
         }
     }
+    // Nothing added leaves the null the indexing above wrote.
     if spec["affinity"]["nodeAffinity"]
         .as_object()
-        .is_some_and(|m| m.is_empty())
+        .is_none_or(|m| m.is_empty())
     {
         if let Some(a) = spec["affinity"].as_object_mut() {
             a.remove("nodeAffinity");

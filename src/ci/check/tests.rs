@@ -1015,3 +1015,43 @@ fn unknown_fields_with_null_values_and_in_every_typed_part() {
         assert_eq!(found.len(), want.len(), "{text}: {found:?}");
     }
 }
+
+/// A WorkloadSpread or workload that names no namespace is created in `-n`'s, as `kubectl
+/// apply -n` creates it: two WorkloadSpreads there target the same workload (Kruise's
+/// `validateWorkloadSpreadConflict` refuses the second), and a target in that namespace is
+/// found for the cross-checks.
+#[test]
+fn workloadspreads_without_a_namespace_are_in_the_one_given() {
+    let spread = |name: &str, ns: &str| {
+        format!("apiVersion: apps.kruise.io/v1alpha1\nkind: WorkloadSpread\nmetadata: {{name: {name}{ns}}}\nspec:\n  targetRef: {{apiVersion: apps.kruise.io/v1alpha1, kind: CloneSet, name: web}}\n  subsets:\n  - {{name: a, maxReplicas: 1}}\n  - {{name: b}}\n")
+    };
+    let cloneset = "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: web, namespace: default}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: c, image: \"\"}]\n";
+    let text = format!(
+        "{}---\n{}---\n{cloneset}",
+        spread("first", ", namespace: default"),
+        spread("second", "")
+    );
+    let mut rules = RuleSet::default();
+    rules.spec.workload_spread.enabled = true;
+    let mut c = Checker::new(&rules).in_namespace(Some("default".into()));
+    c.check_text("ws.yaml", &text);
+    let r = c.finish();
+    let messages: Vec<String> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule == "workloadspread")
+        .map(|d| format!("{} {}: {}", d.object, d.path, d.message))
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("WorkloadSpread default/second ")
+                && m.contains("already targets this workload")),
+        "{messages:#?}"
+    );
+    assert!(
+        !r.notes.iter().any(|n| n.contains("not in the input")),
+        "{:?}",
+        r.notes
+    );
+}

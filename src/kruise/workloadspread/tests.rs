@@ -111,6 +111,13 @@ fn validation_table() {
             vec!["Error spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"],
         ),
         (
+            // validateWorkloadSpreadSubsets calls ValidateNodeSelectorTerm without allowing
+            // invalid label values (openkruise/kruise, pkg/webhook/workloadspread/validating).
+            "a required term's values are label values",
+            ws("v1alpha1", json!([{"name": "a", "requiredNodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a b"]}]}}]), json!({})),
+            vec!["Error spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].values[0]: Invalid value: \"a b\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"],
+        ),
+        (
             // Kruise (v1alpha1 validation) names the field preferredSchedulingTerms:
             // workloadspread_validation_test.go "preferredSchedulingTerms' weight are not valid".
             "preferred weight 1..100",
@@ -564,6 +571,11 @@ fn injection_ands_the_subset_term_and_applies_the_patch() {
     let (pod, unsupported) = inject(&template, &typed(&spread), 0);
     insta::assert_json_snapshot!(pod);
     assert_eq!(unsupported, vec!["spec.$setElementOrder/containers"]);
+    // A subset with no term, preference or toleration leaves the pod's affinity alone (no
+    // `nodeAffinity: null` written in).
+    let bare = ws("v1alpha1", json!([{"name": "plain"}]), json!({}));
+    let (pod, _) = inject(&json!({"spec": {"containers": []}}), &typed(&bare), 0);
+    assert_eq!(pod["spec"].get("affinity"), None, "{pod}");
     // A pod without required affinity gets the subset term as its only term.
     let (pod, _) = inject(&json!({"spec": {}}), &typed(&spread), 0);
     assert_eq!(
