@@ -11,7 +11,7 @@ use crate::k8s::model::PodSpec;
 
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+pub(crate) const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_SUBDOMAIN_FMT: &str =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
@@ -424,8 +424,9 @@ pub fn validate_scheduling(
             };
             let p = ap.child(name);
             let rp = p.child("requiredDuringSchedulingIgnoredDuringExecution");
+            // A required anti-affinity term's topologyKey is the hard-anti-affinity rule's.
+            let key = name == "podAffinity";
             for (i, t) in required.iter().flatten().enumerate() {
-                let key = name == "podAffinity";
                 pod_affinity_term(t, &rp.index(i), key, merge, &mut out);
             }
             let pp = p.child("preferredDuringSchedulingIgnoredDuringExecution");

@@ -16,10 +16,10 @@ use serde_json::{json, Value};
 use crate::core::resources::scaled;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::validation::{
-    dns1123_subdomain_errors, is_dns1123_label, validate_labels, validate_term, validate_toleration,
+    dns1123_subdomain_errors, is_dns1123_label, validate_labels, validate_term,
+    validate_toleration, DNS1123_LABEL_FMT,
 };
 
-const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const ENV_VAR_NAME_FMT: &str = "[-._a-zA-Z][-._a-zA-Z0-9]*";
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
