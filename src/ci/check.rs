@@ -403,13 +403,10 @@ impl Checker {
             self.report.skipped += 1;
             return;
         };
-        // Objects read from the API server have their types already; OpenKruise's templates
-        // are preserved unknown fields to the apiserver (Kruise's webhook decodes them), its
-        // metadata is not.
+        // Objects read from the API server have their types already.
         let from_file = live.is_none();
-        let (typed, template) = (from_file, kind.group() != workload::KRUISE_GROUP);
-        let null_unknown = if typed {
-            workload::null_fields_unknown(kind, &obj.value, template)
+        let null_unknown = if from_file {
+            workload::null_fields_unknown(kind, &obj.value)
         } else {
             Vec::new()
         };
@@ -431,8 +428,8 @@ impl Checker {
             let namespace = self.namespace.as_deref().unwrap_or("");
             self.targets.add(v, namespace);
         }
-        let typed = if typed {
-            workload::typed(kind, v, template)
+        let typed = if from_file {
+            workload::typed(kind, v)
         } else {
             Ok(Vec::new())
         };

@@ -930,129 +930,145 @@ impl<'de> serde::de::Visitor<'de> for TemplateSeed {
     }
 }
 
-/// Whether the object's metadata and pod template have the types kube-apiserver decodes them
-/// into: kubectl sends YAML's booleans and numbers as such (`sidecar.istio.io/inject: false`
-/// in annotations, `args: [--x, on]`, an env `value: 8080`), and the apiserver refuses a
+/// Whether the object has the types kube-apiserver decodes it into: kubectl sends YAML's
+/// booleans and numbers as such (`sidecar.istio.io/inject: false` in annotations,
+/// `args: [--x, on]`, an env `value: 8080`, `replicas: "3"`), and the apiserver refuses a
 /// request with one where a string is taken, or a string where a number is. The views the
-/// rules read see only their own fields; this reads the whole metadata and pod spec with
-/// k8s-openapi's types (which, as the apiserver, take a number for a quantity and either for
-/// an int-or-string). `Ok` holds the fields those types do not have, each as a path
-/// (`spec.topologySpreadConstraints[0].minDomain`): kube-apiserver's strict field validation,
-/// kubectl's default, refuses them, and without it drops them. `template`: whether the pod
-/// template is read too (OpenKruise's CRDs keep unknown fields there; their metadata is typed).
-pub fn typed(kind: Kind, value: &Value, template: bool) -> Result<Vec<String>, ParseError> {
-    fn check<T: serde::de::DeserializeOwned>(
+/// rules read see only their own fields; this reads the whole object with k8s-openapi's types
+/// (which, as the apiserver, take a number for a quantity and either for an int-or-string).
+/// `Ok` holds the fields those types do not have, each as a path
+/// (`spec.topologySpreadConstraints[0].minDomain`, a top-level `sepc`): kube-apiserver's
+/// strict field validation, kubectl's default, refuses them, and without it drops them.
+/// Of an OpenKruise workload only the metadata is read ([`typed_part`]).
+pub fn typed(kind: Kind, value: &Value) -> Result<Vec<String>, ParseError> {
+    struct Check<'a> {
         kind: Kind,
-        value: &Value,
-        at: &FieldPath,
-        unknown: &mut Vec<String>,
-    ) -> Result<(), ParseError> {
-        if value.is_null() {
-            return Ok(());
-        }
-        // The apiserver's decoder reads a null as the field's zero value (`args: [--a, ~]`),
-        // where serde refuses it: nulls in lists are left out ([`zero_nulls`] took the others).
-        let stripped;
-        let value = if has_list_null(value) {
-            let mut copy = value.clone();
-            strip_nulls(&mut copy, true);
-            stripped = copy;
-            &stripped
-        } else {
-            value
-        };
-        let mut passed_over = |p: serde_ignored::Path| unknown.push(ignored_path(at, &p));
-        serde_path_to_error::deserialize::<_, T>(serde_ignored::Deserializer::new(
-            value,
-            &mut passed_over,
-        ))
-        .map(drop)
-        .map_err(|e| {
-            let mut path = at.to_string();
-            for seg in e.path().iter() {
-                use serde_path_to_error::Segment;
-                match seg {
-                    Segment::Seq { index } => path.push_str(&format!("[{index}]")),
-                    Segment::Map { key } => push_key(&mut path, key),
-                    Segment::Enum { .. } | Segment::Unknown => {}
+        value: &'a Value,
+        at: FieldPath,
+    }
+    impl ReadAs for Check<'_> {
+        type Out = Result<Vec<String>, ParseError>;
+        fn read<T: serde::de::DeserializeOwned>(self) -> Self::Out {
+            let Check { kind, value, at } = self;
+            let mut unknown = Vec::new();
+            if value.is_null() {
+                return Ok(unknown);
+            }
+            // The apiserver's decoder reads a null as the field's zero value
+            // (`args: [--a, ~]`), where serde refuses it: nulls in lists are left out
+            // ([`zero_nulls`] took the others).
+            let stripped;
+            let value = if has_list_null(value) {
+                let mut copy = value.clone();
+                strip_nulls(&mut copy, true);
+                stripped = copy;
+                &stripped
+            } else {
+                value
+            };
+            let mut passed_over = |p: serde_ignored::Path| unknown.push(ignored_path(&at, &p));
+            let read = serde_path_to_error::deserialize::<_, T>(serde_ignored::Deserializer::new(
+                value,
+                &mut passed_over,
+            ));
+            match read {
+                Ok(_) => Ok(unknown),
+                Err(e) => {
+                    let mut path = prefix(&at);
+                    for seg in e.path().iter() {
+                        use serde_path_to_error::Segment;
+                        match seg {
+                            Segment::Seq { index } => path.push_str(&format!("[{index}]")),
+                            Segment::Map { key } => push_key(&mut path, key),
+                            Segment::Enum { .. } | Segment::Unknown => {}
+                        }
+                    }
+                    Err(ParseError {
+                        kind: kind.display(),
+                        path,
+                        message: strip_position(&e.inner().to_string()),
+                    })
                 }
             }
-            ParseError {
-                kind: kind.display(),
-                path,
-                message: strip_position(&e.inner().to_string()),
-            }
-        })
-    }
-    let mut unknown = Vec::new();
-    for (part, v, at) in typed_parts(kind, value, template) {
-        match part {
-            Typed::Meta => check::<Meta>(kind, v, &at, &mut unknown)?,
-            Typed::Spec => check::<Spec>(kind, v, &at, &mut unknown)?,
-            Typed::Template => check::<PodTemplateSpec>(kind, v, &at, &mut unknown)?,
         }
     }
-    Ok(unknown)
+    let (part, v, at) = typed_part(kind, value);
+    read_as(kind, part, Check { kind, value: v, at })
 }
 
-use k8s_openapi::api::core::v1::{PodSpec as Spec, PodTemplateSpec};
+use k8s_openapi::api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as Meta;
 
 /// The k8s-openapi type a part of an object is read with.
+#[derive(Clone, Copy)]
 enum Typed {
     Meta,
-    Spec,
-    Template,
+    /// The whole object, as the type of its kind.
+    Object,
 }
 
-/// The parts [`typed`] reads: the object's metadata (and a CronJob's Jobs'), and with
-/// `template` its pod spec or template. A part not written is `null`.
-fn typed_parts(kind: Kind, value: &Value, template: bool) -> Vec<(Typed, &Value, FieldPath)> {
-    let mut out = vec![(
-        Typed::Meta,
-        &value["metadata"],
-        FieldPath::fields(&["metadata"]),
-    )];
-    if kind == Kind::CronJob {
-        out.push((
+/// The part [`typed`] reads: a built-in kind's whole object, an OpenKruise workload's metadata
+/// (its CRDs keep unknown fields in the pod template, and its other fields have no type here).
+/// A part not written is `null`.
+fn typed_part(kind: Kind, value: &Value) -> (Typed, &Value, FieldPath) {
+    if kind.group() == KRUISE_GROUP {
+        (
             Typed::Meta,
-            &value["spec"]["jobTemplate"]["metadata"],
-            FieldPath::fields(&["spec", "jobTemplate", "metadata"]),
-        ));
+            &value["metadata"],
+            FieldPath::fields(&["metadata"]),
+        )
+    } else {
+        (Typed::Object, value, FieldPath::root())
     }
-    if template {
-        if kind == Kind::Pod {
-            out.push((Typed::Spec, &value["spec"], FieldPath::fields(&["spec"])));
-        } else {
-            let t = workload_template(value).unwrap_or(&Value::Null);
-            out.push((Typed::Template, t, kind.template_path()));
+}
+
+/// Something done with a part of an object read as a k8s-openapi type, see [`read_as`].
+trait ReadAs {
+    type Out;
+    fn read<T: serde::de::DeserializeOwned>(self) -> Self::Out;
+}
+
+/// Calls `with` with the type `part` of a `kind` is read as.
+fn read_as<R: ReadAs>(kind: Kind, part: Typed, with: R) -> R::Out {
+    use api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
+    match (part, kind) {
+        (Typed::Meta, _) | (Typed::Object, Kind::CloneSet | Kind::KruiseStatefulSet) => {
+            with.read::<Meta>()
         }
+        (Typed::Object, Kind::Pod) => with.read::<core::Pod>(),
+        (Typed::Object, Kind::PodTemplate) => with.read::<core::PodTemplate>(),
+        (Typed::Object, Kind::ReplicationController) => with.read::<core::ReplicationController>(),
+        (Typed::Object, Kind::Deployment) => with.read::<apps::Deployment>(),
+        (Typed::Object, Kind::StatefulSet) => with.read::<apps::StatefulSet>(),
+        (Typed::Object, Kind::DaemonSet) => with.read::<apps::DaemonSet>(),
+        (Typed::Object, Kind::ReplicaSet) => with.read::<apps::ReplicaSet>(),
+        (Typed::Object, Kind::Job) => with.read::<batch::Job>(),
+        (Typed::Object, Kind::CronJob) => with.read::<batch::CronJob>(),
     }
-    out
 }
 
 /// The fields [`typed`] would call unknown whose value is `null` (a misspelt key with an unset
 /// Helm value): read before [`zero_nulls`] leaves them out, since kube-apiserver's strict
-/// field validation refuses an unknown field whatever its value. Reads only the parts that
-/// hold a null in a mapping; a type error there ends the reading of the part (typed reports it).
-pub fn null_fields_unknown(kind: Kind, value: &Value, template: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    for (part, v, at) in typed_parts(kind, value, template) {
-        if !has_map_null(v) {
-            continue;
+/// field validation refuses an unknown field whatever its value. Reads the part only when it
+/// holds a null in a mapping; a type error there ends the reading (typed reports it).
+pub fn null_fields_unknown(kind: Kind, value: &Value) -> Vec<String> {
+    struct Nulls(Value, FieldPath);
+    impl ReadAs for Nulls {
+        type Out = Vec<String>;
+        fn read<T: serde::de::DeserializeOwned>(self) -> Vec<String> {
+            nulls_passed_over::<T>(self.0, &self.1)
         }
-        // Nulls in lists are zero values to the apiserver; in a known field, a null serde
-        // refuses (`nodeSelector: {disk: }`) is left out and the part read again, as
-        // [`zero_nulls`] leaves it out before [`typed`] reads it.
-        let mut copy = v.clone();
-        strip_list_nulls(&mut copy);
-        out.extend(match part {
-            Typed::Meta => nulls_passed_over::<Meta>(copy, &at),
-            Typed::Spec => nulls_passed_over::<Spec>(copy, &at),
-            Typed::Template => nulls_passed_over::<PodTemplateSpec>(copy, &at),
-        });
     }
-    out
+    let (part, v, at) = typed_part(kind, value);
+    if !has_map_null(v) {
+        return Vec::new();
+    }
+    // Nulls in lists are zero values to the apiserver; in a known field, a null serde
+    // refuses (`nodeSelector: {disk: }`) is left out and the part read again, as
+    // [`zero_nulls`] leaves it out before [`typed`] reads it.
+    let mut copy = v.clone();
+    strip_list_nulls(&mut copy);
+    read_as(kind, part, Nulls(copy, at))
 }
 
 /// [`null_fields_unknown`] of one part, read as `T`.
@@ -1142,6 +1158,15 @@ fn push_key(path: &mut String, key: &str) {
     }
 }
 
+/// `at` as the start of a path: nothing at the object's root.
+fn prefix(at: &FieldPath) -> String {
+    if *at == FieldPath::root() {
+        String::new()
+    } else {
+        at.to_string()
+    }
+}
+
 /// Where a field serde passed over is, under `at`.
 fn ignored_path(at: &FieldPath, p: &serde_ignored::Path) -> String {
     use serde_ignored::Path;
@@ -1161,7 +1186,7 @@ fn ignored_path(at: &FieldPath, p: &serde_ignored::Path) -> String {
             | Path::NewtypeVariant { parent } => walk(parent, out),
         }
     }
-    let mut out = at.to_string();
+    let mut out = prefix(at);
     walk(p, &mut out);
     out
 }
@@ -1285,6 +1310,41 @@ mod tests {
         for (got, want) in cases {
             assert_eq!(got, format!("spec.{want}"));
         }
+    }
+
+    /// A built-in kind is read whole, as the apiserver decodes it: a type error outside the
+    /// pod template is found at its path; OpenKruise's workloads are read for their metadata only.
+    #[test]
+    fn typed_reads_a_built_in_object_whole() {
+        let deployment = |spec: Value| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                "spec": spec})
+        };
+        let err = |kind, v: &Value| {
+            let e = typed(kind, v).unwrap_err();
+            format!("{}: {}", e.path, e.message)
+        };
+        assert_eq!(
+            err(Kind::Deployment, &deployment(json!({"replicas": "3"}))),
+            "spec.replicas: Invalid value: \"3\": must be a whole number from -2147483648 to 2147483647 (a quoted number is a string: write it without quotes)"
+        );
+        assert_eq!(
+            err(
+                Kind::Deployment,
+                &deployment(json!({"selector": {"matchLabels": {"app": 1}}}))
+            ),
+            "spec.selector.matchLabels.app: Invalid value: 1: must be a string (quote it to make it a string)"
+        );
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"backoffLimit": 1, "template": {"spec": {"containers": []}}},
+            "status": {"active": "one"}});
+        assert!(err(Kind::Job, &job).starts_with("status.active: Invalid value: \"one\""));
+        let cloneset = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": "c", "lables": {}}, "spec": {"replicas": "3", "x": 1}});
+        assert_eq!(
+            typed(Kind::CloneSet, &cloneset).unwrap(),
+            ["metadata.lables"]
+        );
     }
 
     #[test]

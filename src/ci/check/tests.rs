@@ -981,8 +981,10 @@ spec:
 }
 
 /// Unknown fields are found whatever their value (a misspelt key with an unset Helm value is
-/// `null`, and the apiserver still refuses it), in a CronJob's Jobs' metadata, and in an
-/// OpenKruise workload's metadata, though not in its template (its CRD keeps unknown fields).
+/// `null`, and the apiserver still refuses it), anywhere in a built-in kind's object (its top
+/// level, its spec, a CronJob's Jobs' metadata, a StatefulSet's claim templates, its status),
+/// and in an OpenKruise workload's metadata, though not in its template (its CRD keeps unknown
+/// fields) nor its other fields (no type here).
 #[test]
 fn unknown_fields_with_null_values_and_in_every_typed_part() {
     let cases = [
@@ -1000,6 +1002,27 @@ fn unknown_fields_with_null_values_and_in_every_typed_part() {
         (
             "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: web, bogus: x}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: c, image: x}]\n      foo: 1\n",
             vec!["metadata.bogus"],
+        ),
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nsepc: {}\nspec:\n  replica: 2\n  strategy: {rollingUpdte: }\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: c, image: x}]\nstatus: {replica: 1}\n",
+            vec![
+                "sepc",
+                "spec.replica",
+                "spec.strategy.rollingUpdte",
+                "status.replica",
+            ],
+        ),
+        (
+            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: c, image: x}]\n  volumeClaimTemplates:\n  - metadata: {name: data}\n    spec: {storageClass: fast, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n",
+            vec!["spec.volumeClaimTemplates[0].spec.storageClass"],
+        ),
+        (
+            "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: t}\ntemplates: {}\ntemplate:\n  spec:\n    containers: [{name: c, image: x}]\n",
+            vec!["templates"],
+        ),
+        (
+            "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: web}\nspec:\n  replica: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: c, image: x}]\n",
+            vec![],
         ),
     ];
     for (text, want) in cases {
