@@ -1780,3 +1780,44 @@ fn explain_workloadspread_applies_and_notes_the_runtime_class() {
         r.stdout
     );
 }
+
+/// A subset whose patch strategic merge refuses (here an entry without its merge key) is said
+/// so: Kruise's webhook refuses that subset's pods. The pod is shown without the patch.
+#[test]
+fn explain_workloadspread_says_which_patch_cannot_be_applied() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+    let spread = std::fs::read_to_string(format!("{d}/workloadspread/zones.yaml")).unwrap();
+    let dir = temp_dir("ws-patch-error");
+    let ws = dir.join("zones.yaml");
+    let broken = spread.replacen(
+        "        labels: {subset-name: subset-a}\n",
+        "        labels: {subset-name: subset-a}\n      spec:\n        containers: [{image: other}]\n",
+        1,
+    );
+    assert_ne!(broken, spread);
+    std::fs::write(&ws, broken).unwrap();
+    let w = format!("{d}/workloadspread/cloneset.yaml");
+    let cluster = format!("{d}/explain/cluster.yaml");
+    let args = [
+        "explain",
+        "--workloadspread",
+        ws.to_str().unwrap(),
+        "--workload",
+        &w,
+        "--cluster",
+        &cluster,
+    ];
+    let r = run(&args, None);
+    assert!(
+        r.stdout.contains("subset subset-a: its patch cannot be applied, so Kruise's webhook refuses its pods (shown without the patch): {\"image\":\"other\"} does not contain declared merge key: name\n"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&[&args[..], &["-o", "json"]].concat(), None);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v["subsets"][0]["patchError"],
+        "{\"image\":\"other\"} does not contain declared merge key: name"
+    );
+    assert_eq!(v["subsets"][1]["patchError"], serde_json::Value::Null);
+}

@@ -474,7 +474,7 @@ pub fn workloadspread(
     let terms = wsp::subset_terms(ws);
     let mut subsets = Vec::new();
     for (i, share) in dist.subsets.iter().enumerate() {
-        let (pod, unsupported) = wsp::inject(&template, ws, i);
+        let (pod, patch_error) = wsp::inject(&template, ws, i);
         let term = match terms.get(i).map(|(_, t)| t) {
             Some(Some(Some(t))) => t.to_string(),
             Some(Some(None)) => "(empty term: matches no node)".to_string(),
@@ -482,7 +482,7 @@ pub fn workloadspread(
         };
         let mut entry = json!({
             "name": share.subset, "cap": share.cap, "pods": share.pods,
-            "requiredTerm": term, "unsupportedPatch": unsupported, "pod": pod,
+            "requiredTerm": term, "patchError": patch_error, "pod": pod,
         });
         if let Some(c) = cluster {
             let t = workload::parse_value(Kind::Pod, &pod)
@@ -652,12 +652,10 @@ pub fn workloadspread_text(v: &Value) -> String {
                 note.as_str().unwrap_or("")
             ));
         }
-        if let Some(u) = s["unsupportedPatch"].as_array().filter(|u| !u.is_empty()) {
-            let parts: Vec<&str> = u.iter().filter_map(Value::as_str).collect();
+        if let Some(e) = s["patchError"].as_str() {
             out.push_str(&format!(
-                "subset {}: patch parts not applied (unsupported): {}\n",
+                "subset {}: its patch cannot be applied, so Kruise's webhook refuses its pods (shown without the patch): {e}\n",
                 s["name"].as_str().unwrap_or(""),
-                parts.join(", ")
             ));
         }
     }

@@ -9,5 +9,6 @@ pub mod manifest;
 pub mod model;
 pub mod ondemand;
 pub mod semantic;
+pub mod strategic;
 pub mod validation;
 pub mod workload;

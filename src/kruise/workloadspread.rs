@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::core::nodeselector::{pod_node_constraint, Term};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::model::PodSpec;
+use crate::k8s::strategic;
 use crate::k8s::validation::{validate_term, validate_toleration};
 
 pub const GROUP: &str = crate::k8s::workload::KRUISE_GROUP;
@@ -765,9 +766,18 @@ pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]
     let mut out = Vec::new();
     for (i, sub) in ws.subsets.iter().enumerate() {
         let Some(patch) = &sub.patch else { continue };
-        let mut pod = base.clone();
-        strategic_merge(&mut pod, patch, "", &mut Vec::new());
         let path = FieldPath::new("spec.subsets").index(i).child("patch");
+        let pod = match strategic::apply(&base, patch) {
+            Ok(pod) => pod,
+            Err(e) => {
+                out.push(err(FieldError::invalid(
+                    path,
+                    json!(patch.to_string()),
+                    format!("failed to merge patch: {e}"),
+                )));
+                continue;
+            }
+        };
         // Go's decoder reports a value of the wrong type and goes on with the rest; a missing
         // field is its zero value, which the validation judges.
         if let Err(e) =
@@ -939,77 +949,6 @@ pub fn distribute(
     }
 }
 
-/// A strategic merge of `patch` into `target`, for what real subset patches use: maps merge
-/// (null deletes), and `containers`, `initContainers`, `volumes` and `env` merge by `name`;
-/// any other list replaces. Parts it cannot apply exactly (`$patch`, `$setElementOrder`, ...)
-/// are returned instead of guessed.
-pub fn strategic_merge(
-    target: &mut Value,
-    patch: &Value,
-    path: &str,
-    unsupported: &mut Vec<String>,
-) {
-    const BY_NAME: [&str; 4] = ["containers", "initContainers", "volumes", "env"];
-    let Value::Object(p) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Default::default());
-    }
-    for (k, v) in p {
-        let here = if path.is_empty() {
-            k.clone()
-        } else {
-            format!("{path}.{k}")
-        };
-        if k.starts_with('$') {
-            unsupported.push(here);
-            continue;
-        }
-        let Some(t) = target.as_object_mut() else {
-            return;
-        };
-        match v {
-            Value::Null => {
-                t.remove(k);
-            }
-            Value::Object(_) => strategic_merge(
-                t.entry(k.clone()).or_insert(Value::Null),
-                v,
-                &here,
-                unsupported,
-            ),
-            Value::Array(items) if BY_NAME.contains(&k.as_str()) => {
-                let list = t
-                    .entry(k.clone())
-                    .or_insert_with(|| Value::Array(Vec::new()));
-                if !list.is_array() {
-                    *list = Value::Array(Vec::new());
-                }
-                for item in items {
-                    let Some(name) = item["name"].as_str() else {
-                        unsupported.push(format!("{here}[] (an entry without name)"));
-                        continue;
-                    };
-                    let arr = list.as_array_mut().map(std::mem::take).unwrap_or_default();
-                    let mut arr = arr;
-                    match arr.iter_mut().find(|e| e["name"] == name) {
-                        Some(existing) => {
-                            strategic_merge(existing, item, &format!("{here}[{name}]"), unsupported)
-                        }
-                        None => arr.push(item.clone()),
-                    }
-                    *list = Value::Array(arr);
-                }
-            }
-            other => {
-                t.insert(k.clone(), other.clone());
-            }
-        }
-    }
-}
-
 /// API values as JSON; they always serialize (string-keyed maps only).
 fn as_json<T: serde::Serialize>(v: &[T]) -> impl Iterator<Item = Value> + '_ {
     v.iter()
@@ -1018,11 +957,13 @@ fn as_json<T: serde::Serialize>(v: &[T]) -> impl Iterator<Item = Value> + '_ {
 
 /// The pod template after Kruise's injection of one subset: tolerations appended, preferred
 /// terms appended, the required term ANDed into every existing required term (or set as the
-/// only term), nodeSelector untouched, then the subset's patch applied.
-pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, Vec<String>) {
+/// only term), nodeSelector untouched, then the subset's patch applied by strategic merge. With
+/// a patch that cannot be applied, the pod without it and why: Kruise's webhook then refuses
+/// the subset's pods.
+pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, Option<String>) {
     let mut pod = template.clone();
     let Some(sub) = ws.subsets.get(subset) else {
-        return (pod, Vec::new());
+        return (pod, None);
     };
     if !pod["spec"].is_object() {
         pod["spec"] = json!({});
@@ -1071,10 +1012,12 @@ pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, V
             s.remove("affinity");
         }
     }
-    let mut unsupported = Vec::new();
     if let Some(patch) = &sub.patch {
         let class = pod["spec"]["priorityClassName"].clone();
-        strategic_merge(&mut pod, patch, "", &mut unsupported);
+        match strategic::apply(&pod, patch) {
+            Ok(patched) => pod = patched,
+            Err(e) => return (pod, Some(e.to_string())),
+        }
         // As Kruise: a patched priorityClassName clears the priority the admission plugin set
         // for the old class, so the apiserver sets the new one.
         if pod["spec"]["priorityClassName"] != class {
@@ -1083,7 +1026,7 @@ pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, V
             }
         }
     }
-    (pod, unsupported)
+    (pod, None)
 }
 
 #[cfg(test)]

@@ -568,9 +568,9 @@ fn injection_ands_the_subset_term_and_applies_the_patch() {
             "containers": [{"name": "app", "image": "web"}, {"name": "sidecar", "image": "s"}]
         }
     });
-    let (pod, unsupported) = inject(&template, &typed(&spread), 0);
+    let (pod, patch_error) = inject(&template, &typed(&spread), 0);
     insta::assert_json_snapshot!(pod);
-    assert_eq!(unsupported, vec!["spec.$setElementOrder/containers"]);
+    assert_eq!(patch_error, None);
     // A subset with no term, preference or toleration leaves the pod's affinity alone (no
     // `nodeAffinity: null` written in).
     let bare = ws("v1alpha1", json!([{"name": "plain"}]), json!({}));
@@ -735,10 +735,53 @@ fn patches_are_validated_against_the_patched_template() {
                 "Error spec.subsets[0].patch.containers[0].ports[0].containerPort: Required value",
             ],
         ),
+        (
+            "a patch that deletes the only container ($patch: delete)",
+            json!({"spec": {"containers": [{"name": "main", "$patch": "delete"}]}}),
+            &["vol-1--0"],
+            vec!["Error spec.subsets[0].patch.containers: Required value"],
+        ),
+        (
+            "a patch whose added port takes the name of the template's (ports merge by containerPort)",
+            json!({"spec": {"containers": [{"name": "main", "ports": [{"containerPort": 8080, "name": "http"}]}]}}),
+            &["vol-1--0"],
+            vec![],
+        ),
+        (
+            "a patch whose mount merges by mountPath into the template's",
+            json!({"spec": {"containers": [{"name": "main", "volumeMounts": [{"name": "other", "mountPath": "/logs"}]}]}}),
+            &["vol-1--0"],
+            vec![
+                r#"Error spec.subsets[0].patch.containers[0].volumeMounts[0].name: Not found: "other""#,
+            ],
+        ),
+        (
+            "a patch strategic merge refuses",
+            json!({"spec": {"containers": [{"image": "x"}]}}),
+            &["vol-1--0"],
+            vec![
+                r#"Error spec.subsets[0].patch: Invalid value: "{\"spec\":{\"containers\":[{\"image\":\"x\"}]}}": failed to merge patch: {"image":"x"} does not contain declared merge key: name"#,
+            ],
+        ),
     ];
     for (name, patch, claims, want) in cases {
         assert_eq!(run(patch, claims), want, "{name}");
     }
+    // Ports merge by containerPort: an added port named as the template's is a duplicate.
+    let named = json!({"metadata": {"labels": {"app": "test"}}, "spec": {"containers": [
+        {"name": "main", "image": "img", "ports": [{"containerPort": 80, "name": "http"}]}]}});
+    let dup = spread(
+        json!({"spec": {"containers": [{"name": "main", "ports": [{"containerPort": 8080, "name": "http"}]}]}}),
+    );
+    let found: Vec<String> = validate_patches(&dup, &named, &[])
+        .iter()
+        .map(|p| p.error.to_string())
+        .collect();
+    assert_eq!(
+        found,
+        [r#"spec.subsets[0].patch.containers[0].ports[1].name: Duplicate value: "http""#],
+        "the added port comes first, as strategic merge puts it, so the template's is the second"
+    );
     // A subset without a patch is not judged, whatever the template.
     let no_patch = typed(&ws("v1alpha1", json!([{"name": "a"}]), json!({})));
     assert!(validate_patches(&no_patch, &template, &[]).is_empty());
