@@ -1167,3 +1167,156 @@ fn unknown_fields_are_refused_as_the_apiserver_refuses_them() {
         assert_eq!(ours.len(), count, "{ours:?}");
     }
 }
+
+/// A WorkloadSpread subset's patch is applied with `StrategicMergePatch` and the pod's patch
+/// strategies; kube-apiserver applies a strategic-merge PATCH with the same code and tags. Each
+/// patch is sent to a PodTemplate (`{"template": patch}`, dry run) and the patched template's
+/// lists, in order, must be ours (`k8s::strategic::apply` of the stored template). Defaults
+/// the apiserver adds to new entries are left out of the comparison.
+#[test]
+fn subset_patches_merge_as_the_apiserver_merges_them() {
+    use placement_guard::k8s::strategic;
+    let Some(api) = with_apiserver("subset_patches_merge_as_the_apiserver_merges_them") else {
+        return;
+    };
+    api.namespace("smp");
+    let c = |name: &str| json!({"name": name, "image": "registry.k8s.io/pause:3.10"});
+    let mut a = c("a");
+    a["ports"] = json!([{"containerPort": 80, "name": "http"}]);
+    a["env"] = json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "1"}]);
+    a["volumeMounts"] = json!([{"name": "data", "mountPath": "/data"}]);
+    let template = json!({
+        "metadata": {"labels": {"app": "web"}, "finalizers": ["example.com/a"]},
+        "spec": {"containers": [a, c("b"), c("c")],
+            "volumes": [{"name": "data", "emptyDir": {}}, {"name": "other", "emptyDir": {}}],
+            "tolerations": [{"key": "k", "operator": "Exists"}]}});
+    let (code, stored) = api.create(
+        "/api/v1/namespaces/smp/podtemplates",
+        &json!({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": template}),
+    );
+    assert_eq!(code, 201, "{stored}");
+    let stored = stored["template"].clone();
+    // What a patch can change, in order; not what defaulting adds.
+    let lists = |t: &Value| {
+        let names = |v: &Value, key: &str| -> Vec<Value> {
+            v.as_array()
+                .map(|a| a.iter().map(|e| e[key].clone()).collect())
+                .unwrap_or_default()
+        };
+        let spec = &t["spec"];
+        let containers: Vec<Value> = spec["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                json!({"name": c["name"], "image": c["image"],
+                    "ports": c["ports"].as_array().map(|p| p.iter().map(|p| json!([p["containerPort"], p["name"]])).collect::<Vec<_>>()),
+                    "env": c["env"], "mounts": c["volumeMounts"].as_array().map(|m| m.iter().map(|m| json!([m["mountPath"], m["name"]])).collect::<Vec<_>>())})
+            })
+            .collect();
+        let volumes: Vec<Value> = spec["volumes"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .map(|v| {
+                        let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+                        keys.sort();
+                        json!(keys)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        json!({"containers": containers, "volumes": volumes, "volumeNames": names(&spec["volumes"], "name"),
+            "tolerations": spec["tolerations"],
+            // An empty list is no list once stored (Go's omitempty).
+            "finalizers": t["metadata"]["finalizers"].as_array().filter(|f| !f.is_empty()),
+            "labels": t["metadata"]["labels"]})
+    };
+    let cases = [
+        (
+            "an added container",
+            json!({"spec": {"containers": [c("d")]}}),
+        ),
+        (
+            "merged by name; ports by containerPort, env by name, mounts by mountPath",
+            json!({"spec": {"containers": [{"name": "a", "image": "registry.k8s.io/pause:3.9",
+                "ports": [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 9090, "name": "metrics"}],
+                "env": [{"name": "Y", "value": "2"}, {"name": "Z", "value": "3"}],
+                "volumeMounts": [{"name": "other", "mountPath": "/data"}, {"name": "data", "mountPath": "/more"}]}]}}),
+        ),
+        (
+            "the server's entries around the patched ones",
+            json!({"spec": {"containers": [{"name": "b", "image": "registry.k8s.io/pause:3.9"}, c("d")]}}),
+        ),
+        (
+            "$patch: delete",
+            json!({"spec": {"containers": [{"name": "b", "$patch": "delete"}]}}),
+        ),
+        (
+            "$patch: replace in a list",
+            json!({"spec": {"containers": [{"$patch": "replace"}, c("z")]}}),
+        ),
+        (
+            "$retainKeys",
+            json!({"spec": {"volumes": [{"name": "data", "$retainKeys": ["name", "hostPath"], "hostPath": {"path": "/x"}}]}}),
+        ),
+        (
+            "$setElementOrder",
+            json!({"spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}, {"name": "b"}],
+                "containers": [{"name": "a", "image": "registry.k8s.io/pause:3.9"}]}}),
+        ),
+        (
+            "finalizers as a set, and $deleteFromPrimitiveList",
+            json!({"metadata": {"finalizers": ["example.com/b", "example.com/a"],
+                "labels": {"app": null, "tier": "web"}}}),
+        ),
+        (
+            "$deleteFromPrimitiveList",
+            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["example.com/a"]}}),
+        ),
+        (
+            "tolerations are replaced",
+            json!({"spec": {"tolerations": [{"key": "z", "operator": "Exists"}]}}),
+        ),
+        (
+            "$patch: replace on an entry replaces the list with the others",
+            json!({"spec": {"containers": [{"name": "a", "$patch": "replace"}, c("z")]}}),
+        ),
+        (
+            "$patch: replace in a map",
+            json!({"metadata": {"labels": {"$patch": "replace", "tier": "x"}}}),
+        ),
+    ];
+    for (what, patch) in cases {
+        let (code, answer) = api.curl(
+            "PATCH",
+            "/api/v1/namespaces/smp/podtemplates/t?dryRun=All",
+            Some((
+                "application/strategic-merge-patch+json",
+                &json!({"template": patch}),
+            )),
+        );
+        assert_eq!(code, 200, "{what}: {answer}");
+        let ours = strategic::apply(&stored, &patch).unwrap();
+        assert_eq!(lists(&ours), lists(&answer["template"]), "{what}");
+    }
+    // An entry without its merge key: both refuse the patch.
+    let patch = json!({"spec": {"containers": [{"image": "x"}]}});
+    let (code, answer) = api.curl(
+        "PATCH",
+        "/api/v1/namespaces/smp/podtemplates/t?dryRun=All",
+        Some((
+            "application/strategic-merge-patch+json",
+            &json!({"template": patch}),
+        )),
+    );
+    assert_ne!(code, 200, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not contain declared merge key: name"),
+        "{answer}"
+    );
+    assert!(strategic::apply(&stored, &patch).is_err());
+}
