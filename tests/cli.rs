@@ -1821,3 +1821,80 @@ fn explain_workloadspread_says_which_patch_cannot_be_applied() {
     );
     assert_eq!(v["subsets"][1]["patchError"], serde_json::Value::Null);
 }
+
+/// With `scheduleStrategy: Adaptive` and `rescheduleCriticalSeconds`, Kruise's controller
+/// deletes the pods Pending in a subset other than the last and its webhook skips that subset:
+/// `explain` shows where the pods end up, and exits 0 when they all have a node then. Without
+/// the seconds (or with the Fixed type) nothing is moved and the pods stay Pending (exit 1).
+#[test]
+fn explain_workloadspread_follows_adaptive_rescheduling() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+    let dir = temp_dir("ws-adaptive");
+    let spread = |adaptive: &str| {
+        let ws = dir.join("ws.yaml");
+        std::fs::write(
+            &ws,
+            format!(
+                "apiVersion: apps.kruise.io/v1alpha1
+kind: WorkloadSpread
+metadata: {{name: web-adaptive}}
+spec:
+  targetRef: {{apiVersion: apps.kruise.io/v1alpha1, kind: CloneSet, name: web}}
+  scheduleStrategy:
+    type: Adaptive
+    adaptive: {adaptive}
+  subsets:
+  - name: subset-c
+    requiredNodeSelectorTerm:
+      matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [zoneC]}}]
+    maxReplicas: 2
+  - name: subset-a
+    requiredNodeSelectorTerm:
+      matchExpressions: [{{key: topology.kubernetes.io/zone, operator: In, values: [zoneA]}}]
+"
+            ),
+        )
+        .unwrap();
+        let w = format!("{d}/workloadspread/cloneset.yaml");
+        let cluster = format!("{d}/explain/cluster.yaml");
+        let args = [
+            "explain",
+            "--workloadspread",
+            ws.to_str().unwrap(),
+            "--workload",
+            &w,
+            "--cluster",
+            &cluster,
+        ];
+        (
+            run(&args, None),
+            run(&[&args[..], &["-o", "json"]].concat(), None),
+        )
+    };
+    let (text, json) = spread("{rescheduleCriticalSeconds: 30}");
+    assert_eq!(text.code, 0, "{}", text.stdout);
+    assert!(
+        text.stdout
+            .contains("subset-c  2    2     topology.kubernetes.io/zone In [zoneC]  NONE: "),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("\nAdaptive: pods Pending over 30s in a subset other than the last are deleted and the subset skipped, so they end up: subset-c 0, subset-a 5\n"),
+        "{}",
+        text.stdout
+    );
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        v["adaptive"],
+        serde_json::json!({"rescheduleCriticalSeconds": 30, "overflow": 0})
+    );
+    assert_eq!(v["subsets"][0]["pods"], 2);
+    assert_eq!(v["subsets"][0]["rescheduledPods"], 0);
+    assert_eq!(v["subsets"][1]["rescheduledPods"], 5);
+    let (text, json) = spread("{}");
+    assert_eq!(text.code, 1, "{}", text.stdout);
+    assert!(!text.stdout.contains("Adaptive:"), "{}", text.stdout);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v.get("adaptive"), None);
+}

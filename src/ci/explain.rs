@@ -515,13 +515,37 @@ pub fn workloadspread(
         }
         subsets.push(entry);
     }
-    Ok(json!({
+    let mut out = json!({
         "workloadSpread": ws.name,
         "workload": format!("{kind} {}", w["metadata"]["name"].as_str().unwrap_or("")),
         "replicas": replicas,
         "overflow": dist.overflow,
         "subsets": subsets,
-    }))
+    });
+    // Adaptive: where the pods end up once Kruise has moved those its subsets have no room for.
+    if let (Some(secs), Some(_), None) = (
+        ws.schedule_strategy.reschedule_seconds(),
+        cluster,
+        ordinals.as_ref(),
+    ) {
+        let rooms: Vec<Option<u64>> = out["subsets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| s["room"].as_u64())
+            .collect();
+        let (pods, overflow) = wsp::rescheduled(&dist, &rooms);
+        for (s, n) in out["subsets"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+            .zip(pods)
+        {
+            s["rescheduledPods"] = json!(n);
+        }
+        out["adaptive"] = json!({"rescheduleCriticalSeconds": secs, "overflow": overflow});
+    }
+    Ok(out)
 }
 
 /// `template` with what its RuntimeClass adds at admission (overhead, nodeSelector,
@@ -570,17 +594,30 @@ pub fn runtime_class_admitted<'a>(
 /// How many subsets of a [`workloadspread`] result are given more pods than their feasible
 /// nodes have room for (0 without a cluster).
 pub fn stranded_subsets(v: &Value) -> usize {
+    // With Adaptive rescheduling, by where the pods end up.
+    let pods_key = if v["adaptive"].is_object() {
+        "rescheduledPods"
+    } else {
+        "pods"
+    };
     v["subsets"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|s| {
-            let pods = s["pods"].as_u64().unwrap_or(0);
+            let pods = s[pods_key].as_u64().unwrap_or(0);
             pods > 0
                 && (s["feasibleNodes"].as_array().is_some_and(Vec::is_empty)
                     || s["room"].as_u64().is_some_and(|room| room < pods))
         })
         .count()
+}
+
+/// Whether Adaptive rescheduling takes pods from this subset.
+fn moved(s: &Value) -> bool {
+    s["rescheduledPods"]
+        .as_i64()
+        .is_some_and(|n| Some(n) != s["pods"].as_i64())
 }
 
 pub fn workloadspread_text(v: &Value) -> String {
@@ -602,8 +639,13 @@ pub fn workloadspread_text(v: &Value) -> String {
                     let names = n.iter().filter_map(Value::as_str).collect::<Vec<_>>();
                     match (s["room"].as_u64(), s["pods"].as_u64()) {
                         (Some(room), Some(pods)) if room < pods => format!(
-                            "{} (room for {room} of its {pods} pod(s): the rest stay Pending)",
-                            names.join(", ")
+                            "{} (room for {room} of its {pods} pod(s): {})",
+                            names.join(", "),
+                            if moved(s) {
+                                "Adaptive moves the rest"
+                            } else {
+                                "the rest stay Pending"
+                            }
                         ),
                         _ => names.join(", "),
                     }
@@ -643,6 +685,32 @@ pub fn workloadspread_text(v: &Value) -> String {
     let overflow = v["overflow"].as_i64().unwrap_or(0);
     if overflow > 0 {
         out.push_str(&format!("\n{overflow} pod(s) find no subset with room: admitted without injection, they can run anywhere\n"));
+    }
+    let subsets = v["subsets"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if let Some(secs) = v["adaptive"]["rescheduleCriticalSeconds"].as_i64() {
+        if subsets.iter().any(moved) {
+            let ends: Vec<String> = subsets
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {}",
+                        s["name"].as_str().unwrap_or(""),
+                        s["rescheduledPods"]
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "\nAdaptive: pods Pending over {secs}s in a subset other than the last are deleted and the subset skipped, so they end up: {}\n",
+                ends.join(", ")
+            ));
+            let left = v["adaptive"]["overflow"].as_i64().unwrap_or(0);
+            if left > 0 {
+                out.push_str(&format!("{left} pod(s) then find no subset with room: admitted without injection, they can run anywhere\n"));
+            }
+        }
     }
     for s in v["subsets"].as_array().into_iter().flatten() {
         for note in s["notes"].as_array().into_iter().flatten() {

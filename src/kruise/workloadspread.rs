@@ -924,12 +924,8 @@ pub fn distribute(
             }
         }
         None => {
-            let mut left = replicas;
-            for cap in &caps {
-                let take = cap.map_or(left, |c| c.min(left));
-                pods.push(take);
-                left -= take;
-            }
+            let (filled, left) = fill(&caps, replicas);
+            pods = filled;
             left
         }
     };
@@ -946,6 +942,59 @@ pub fn distribute(
             })
             .collect(),
         overflow,
+    }
+}
+
+/// `replicas` pods given to the subsets in order, each up to its cap (none: the rest); and
+/// those left over.
+fn fill(caps: &[Option<i64>], replicas: i64) -> (Vec<i64>, i64) {
+    let mut left = replicas;
+    let pods = caps
+        .iter()
+        .map(|cap| {
+            let take = cap.map_or(left, |c| c.min(left));
+            left -= take;
+            take
+        })
+        .collect();
+    (pods, left)
+}
+
+impl ScheduleStrategy {
+    /// The seconds after which Kruise's controller reschedules a subset's Pending pods: only
+    /// with the Adaptive type and a positive `rescheduleCriticalSeconds`, as its controller
+    /// reads them.
+    pub fn reschedule_seconds(&self) -> Option<i64> {
+        let secs = self.adaptive.as_ref()?.reschedule_critical_seconds?;
+        (self.kind == "Adaptive" && secs > 0).then_some(secs)
+    }
+}
+
+/// Kruise's Adaptive rescheduling (the controller's `rescheduleSubset`): a subset other than
+/// the last whose pods stay Pending past `rescheduleCriticalSeconds` is marked unschedulable
+/// and those pods deleted, so the webhook injects their replacements into the next subsets
+/// with room; the pods it runs stay. `rooms`: how many of its pods each subset's nodes have
+/// room for (`None`: not known, taken as enough). The pods each subset ends with, and those
+/// no subset takes (admitted without injection). StatefulSet ordinals are not modelled.
+pub fn rescheduled(dist: &Distribution, rooms: &[Option<u64>]) -> (Vec<i64>, i64) {
+    let mut caps: Vec<Option<i64>> = dist.subsets.iter().map(|s| s.cap).collect();
+    let last = caps.len().saturating_sub(1);
+    // Each round lowers a cap to its room for good: at most one round a subset.
+    loop {
+        let (pods, overflow) = fill(&caps, dist.replicas);
+        let mut changed = false;
+        for i in 0..last {
+            if let Some(room) = rooms.get(i).copied().flatten() {
+                let room = i64::try_from(room).unwrap_or(i64::MAX);
+                if pods[i] > room {
+                    caps[i] = Some(room);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return (pods, overflow);
+        }
     }
 }
 

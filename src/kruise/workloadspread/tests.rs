@@ -821,3 +821,63 @@ fn subsets_whose_term_matches_no_node() {
         "{got:?}"
     );
 }
+
+/// Adaptive rescheduling moves the pods a subset other than the last has no room for to the
+/// next subsets with room (a 0 / b 2 / c 3 where the plain distribution is 2 / 2 / 1), keeps
+/// those it runs, never moves the last subset's, and leaves over what no capped subset takes.
+#[test]
+fn adaptive_rescheduling_moves_pods_to_subsets_with_room() {
+    let v = |caps: Vec<Value>| {
+        let subsets: Vec<Value> = caps
+            .into_iter()
+            .enumerate()
+            .map(|(i, cap)| {
+                let mut s = json!({"name": format!("s{i}"), "requiredNodeSelectorTerm": zone("a")});
+                if !cap.is_null() {
+                    s["maxReplicas"] = cap;
+                }
+                s
+            })
+            .collect();
+        typed(&ws("v1alpha1", json!(subsets), json!({})))
+    };
+    let three = v(vec![json!(2), json!(2), Value::Null]);
+    let cases = [
+        ([Some(0), Some(5), None], [0, 2, 3]),
+        ([Some(1), None, None], [1, 2, 2]),
+        ([Some(0), Some(0), None], [0, 0, 5]),
+        // The last subset keeps its pods, room or not.
+        ([None, None, Some(0)], [2, 2, 1]),
+    ];
+    for (rooms, pods) in cases {
+        let want = (pods.to_vec(), 0);
+        let dist = distribute(&three, None, 5, 5);
+        assert_eq!(rescheduled(&dist, &rooms), want, "{rooms:?}");
+    }
+    let capped = v(vec![json!(2), json!(2)]);
+    let dist = distribute(&capped, None, 5, 5);
+    assert_eq!(dist.overflow, 1);
+    assert_eq!(
+        rescheduled(&dist, &[Some(0), None]),
+        (vec![0, 2], 3),
+        "what no subset has room for is admitted without injection"
+    );
+    // Only the Adaptive type with a positive rescheduleCriticalSeconds reschedules, as Kruise's
+    // controller reads them.
+    let strategy = |t: &str, adaptive: Value| -> ScheduleStrategy {
+        serde_json::from_value(json!({"type": t, "adaptive": adaptive})).unwrap()
+    };
+    assert_eq!(
+        strategy("Adaptive", json!({"rescheduleCriticalSeconds": 30})).reschedule_seconds(),
+        Some(30)
+    );
+    assert_eq!(strategy("Adaptive", json!({})).reschedule_seconds(), None);
+    assert_eq!(
+        strategy("Adaptive", json!({"rescheduleCriticalSeconds": 0})).reschedule_seconds(),
+        None
+    );
+    assert_eq!(
+        strategy("Fixed", json!({"rescheduleCriticalSeconds": 30})).reschedule_seconds(),
+        None
+    );
+}
