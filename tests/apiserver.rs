@@ -1133,9 +1133,18 @@ fn unknown_fields_are_refused_as_the_apiserver_refuses_them() {
                 "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
                     "template": {"metadata": {"labels": {"app": "db"}},
                         "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}},
-                    "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                    "volumeClaimTemplates": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "data"},
                         "spec": {"storageClass": "fast", "accessModes": ["ReadWriteOnce"],
                             "resources": {"requests": {"storage": "1Gi"}}}}]}}),
+            1,
+        ),
+        // v1.37's Job `scheduling`: the v1.36 apiserver does not have it.
+        (
+            "/apis/batch/v1/namespaces/strict/jobs",
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                "spec": {"scheduling": {},
+                    "template": {"spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}),
             1,
         ),
     ];

@@ -1809,7 +1809,7 @@ fn explain_workloadspread_says_which_patch_cannot_be_applied() {
     ];
     let r = run(&args, None);
     assert!(
-        r.stdout.contains("subset subset-a: its patch cannot be applied, so Kruise's webhook refuses its pods (shown without the patch): {\"image\":\"other\"} does not contain declared merge key: name\n"),
+        r.stdout.contains("subset subset-a: its patch cannot be applied, so Kruise's webhook refuses its pods and they are never created (shown without the patch): failed to merge patch: {\"image\":\"other\"} does not contain declared merge key: name\n"),
         "{}",
         r.stdout
     );
@@ -1817,8 +1817,11 @@ fn explain_workloadspread_says_which_patch_cannot_be_applied() {
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(
         v["subsets"][0]["patchError"],
-        "{\"image\":\"other\"} does not contain declared merge key: name"
+        "failed to merge patch: {\"image\":\"other\"} does not contain declared merge key: name"
     );
+    // Its pods are never created: they count as pods that never run (exit 1).
+    assert_eq!(v["subsets"][0]["pending"], v["subsets"][0]["pods"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
     assert_eq!(v["subsets"][1]["patchError"], serde_json::Value::Null);
 }
 
@@ -1890,8 +1893,9 @@ spec:
         serde_json::json!({"rescheduleCriticalSeconds": 30, "overflow": 0})
     );
     assert_eq!(v["subsets"][0]["pods"], 2);
-    assert_eq!(v["subsets"][0]["rescheduledPods"], 0);
-    assert_eq!(v["subsets"][1]["rescheduledPods"], 5);
+    assert_eq!(v["subsets"][0]["podsAfterRescheduling"], 0);
+    assert_eq!(v["subsets"][1]["podsAfterRescheduling"], 5);
+    assert_eq!(v["subsets"][0]["pending"], 0);
     let (text, json) = spread("{}");
     assert_eq!(text.code, 1, "{}", text.stdout);
     assert!(!text.stdout.contains("Adaptive:"), "{}", text.stdout);

@@ -528,11 +528,12 @@ pub fn workloadspread(
         cluster,
         ordinals.as_ref(),
     ) {
+        // A subset whose pods the webhook refuses has none Pending to move.
         let rooms: Vec<Option<u64>> = out["subsets"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|s| s["room"].as_u64())
+            .map(|s| s["room"].as_u64().filter(|_| s["patchError"].is_null()))
             .collect();
         let (pods, overflow) = wsp::rescheduled(&dist, &rooms);
         for (s, n) in out["subsets"]
@@ -541,9 +542,30 @@ pub fn workloadspread(
             .flatten()
             .zip(pods)
         {
-            s["rescheduledPods"] = json!(n);
+            s["podsAfterRescheduling"] = json!(n);
         }
         out["adaptive"] = json!({"rescheduleCriticalSeconds": secs, "overflow": overflow});
+    }
+    // The pods of each subset that never run: all of them when Kruise's webhook refuses them,
+    // else those its feasible nodes have no room for (unknown room: none said).
+    let adaptive = out["adaptive"].is_object();
+    for s in out["subsets"].as_array_mut().into_iter().flatten() {
+        let count = s[if adaptive {
+            "podsAfterRescheduling"
+        } else {
+            "pods"
+        }]
+        .as_u64()
+        .unwrap_or(0);
+        let refused = !s["patchError"].is_null();
+        let pending = if refused || s["feasibleNodes"].as_array().is_some_and(Vec::is_empty) {
+            Some(count)
+        } else {
+            s["room"].as_u64().map(|room| count.saturating_sub(room))
+        };
+        if let Some(n) = pending.filter(|_| cluster.is_some() || refused) {
+            s["pending"] = json!(n);
+        }
     }
     Ok(out)
 }
@@ -591,33 +613,25 @@ pub fn runtime_class_admitted<'a>(
     }
 }
 
-/// How many subsets of a [`workloadspread`] result are given more pods than their feasible
-/// nodes have room for (0 without a cluster).
+/// How many subsets of a [`workloadspread`] result have pods that never run: given more pods
+/// than their feasible nodes have room for (where Adaptive rescheduling leaves them), or
+/// refused by Kruise's webhook.
 pub fn stranded_subsets(v: &Value) -> usize {
-    // With Adaptive rescheduling, by where the pods end up.
-    let pods_key = if v["adaptive"].is_object() {
-        "rescheduledPods"
-    } else {
-        "pods"
-    };
     v["subsets"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|s| {
-            let pods = s[pods_key].as_u64().unwrap_or(0);
-            pods > 0
-                && (s["feasibleNodes"].as_array().is_some_and(Vec::is_empty)
-                    || s["room"].as_u64().is_some_and(|room| room < pods))
-        })
+        .filter(|s| s["pending"].as_u64().is_some_and(|n| n > 0))
         .count()
 }
 
-/// Whether Adaptive rescheduling takes pods from this subset.
+/// Whether Adaptive rescheduling takes pods from this subset (never the last: Kruise's
+/// controller does not reschedule it).
 fn moved(s: &Value) -> bool {
-    s["rescheduledPods"]
-        .as_i64()
-        .is_some_and(|n| Some(n) != s["pods"].as_i64())
+    match (s["podsAfterRescheduling"].as_i64(), s["pods"].as_i64()) {
+        (Some(after), Some(pods)) => after < pods,
+        _ => false,
+    }
 }
 
 pub fn workloadspread_text(v: &Value) -> String {
@@ -634,18 +648,28 @@ pub fn workloadspread_text(v: &Value) -> String {
         .map(|s| {
             let feasible = match s["feasibleNodes"].as_array() {
                 None => "-".to_string(),
-                Some(n) if n.is_empty() => format!("NONE: {}", s["summary"].as_str().unwrap_or("")),
+                Some(n) if n.is_empty() => format!(
+                    "NONE: {}{}",
+                    s["summary"].as_str().unwrap_or(""),
+                    if moved(s) { " (Adaptive moves its pods)" } else { "" }
+                ),
                 Some(n) => {
                     let names = n.iter().filter_map(Value::as_str).collect::<Vec<_>>();
-                    match (s["room"].as_u64(), s["pods"].as_u64()) {
-                        (Some(room), Some(pods)) if room < pods => format!(
-                            "{} (room for {room} of its {pods} pod(s): {})",
+                    let pods = s["pods"].as_u64().unwrap_or(0);
+                    let after = s["podsAfterRescheduling"].as_u64();
+                    match (s["room"].as_u64(), after) {
+                        (Some(room), _) if moved(s) && room < pods => format!(
+                            "{} (room for {room} of its {pods} pod(s): Adaptive moves the rest)",
+                            names.join(", ")
+                        ),
+                        (Some(room), Some(after)) if room < after && after != pods => format!(
+                            "{} (room for {room} of its {after} pod(s) after rescheduling: the rest stay Pending)",
+                            names.join(", ")
+                        ),
+                        (Some(room), _) if room < after.unwrap_or(pods) => format!(
+                            "{} (room for {room} of its {} pod(s): the rest stay Pending)",
                             names.join(", "),
-                            if moved(s) {
-                                "Adaptive moves the rest"
-                            } else {
-                                "the rest stay Pending"
-                            }
+                            after.unwrap_or(pods)
                         ),
                         _ => names.join(", "),
                     }
@@ -698,7 +722,7 @@ pub fn workloadspread_text(v: &Value) -> String {
                     format!(
                         "{} {}",
                         s["name"].as_str().unwrap_or(""),
-                        s["rescheduledPods"]
+                        s["podsAfterRescheduling"]
                     )
                 })
                 .collect();
@@ -722,7 +746,7 @@ pub fn workloadspread_text(v: &Value) -> String {
         }
         if let Some(e) = s["patchError"].as_str() {
             out.push_str(&format!(
-                "subset {}: its patch cannot be applied, so Kruise's webhook refuses its pods (shown without the patch): {e}\n",
+                "subset {}: its patch cannot be applied, so Kruise's webhook refuses its pods and they are never created (shown without the patch): {e}\n",
                 s["name"].as_str().unwrap_or(""),
             ));
         }
@@ -989,5 +1013,31 @@ mod caveat_tests {
         for (name, kind, v, want) in cases {
             assert_eq!(caveats(kind, &v), want, "{name}");
         }
+    }
+
+    /// Under Adaptive rescheduling the last subset is never rescheduled: pods beyond its room
+    /// stay Pending there and say so, and they make the result a failure.
+    #[test]
+    fn adaptive_rows_say_which_pods_move_and_which_stay_pending() {
+        let v = json!({"workloadSpread": "w", "workload": "CloneSet c", "replicas": 9,
+            "overflow": 0, "adaptive": {"rescheduleCriticalSeconds": 30, "overflow": 0},
+            "subsets": [
+                {"name": "a", "cap": 4, "pods": 4, "podsAfterRescheduling": 2, "room": 2,
+                    "feasibleNodes": ["n1"], "requiredTerm": "", "pending": 0},
+                {"name": "d", "cap": null, "pods": 5, "podsAfterRescheduling": 7, "room": 4,
+                    "feasibleNodes": ["n2"], "requiredTerm": "", "pending": 3}]});
+        let text = workloadspread_text(&v);
+        assert!(
+            text.contains("n1 (room for 2 of its 4 pod(s): Adaptive moves the rest)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "n2 (room for 4 of its 7 pod(s) after rescheduling: the rest stay Pending)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("they end up: a 2, d 7"), "{text}");
+        assert_eq!(stranded_subsets(&v), 1);
     }
 }

@@ -993,7 +993,15 @@ pub fn typed(kind: Kind, value: &Value) -> Result<Vec<String>, ParseError> {
         }
     }
     let (part, v, at) = typed_part(kind, value);
-    read_as(kind, part, Check { kind, value: v, at })
+    read_as(
+        kind,
+        part,
+        Check {
+            kind,
+            value: &v,
+            at,
+        },
+    )
 }
 
 use k8s_openapi::api;
@@ -1010,16 +1018,38 @@ enum Typed {
 /// The part [`typed`] reads: a built-in kind's whole object, an OpenKruise workload's metadata
 /// (its CRDs keep unknown fields in the pod template, and its other fields have no type here).
 /// A part not written is `null`.
-fn typed_part(kind: Kind, value: &Value) -> (Typed, &Value, FieldPath) {
+fn typed_part(kind: Kind, value: &Value) -> (Typed, Cow<'_, Value>, FieldPath) {
     if kind.group() == KRUISE_GROUP {
-        (
+        return (
             Typed::Meta,
-            &value["metadata"],
+            Cow::Borrowed(&value["metadata"]),
             FieldPath::fields(&["metadata"]),
-        )
-    } else {
-        (Typed::Object, value, FieldPath::root())
+        );
     }
+    // A claim template's apiVersion and kind are passed over by the apiserver (it decodes the
+    // claim's TypeMeta inline and ignores it), where k8s-openapi requires v1
+    // PersistentVolumeClaim.
+    let typed_claims = value["spec"]["volumeClaimTemplates"]
+        .as_array()
+        .is_some_and(|a| {
+            a.iter()
+                .any(|c| c.get("apiVersion").is_some() || c.get("kind").is_some())
+        });
+    if kind == Kind::StatefulSet && typed_claims {
+        let mut copy = value.clone();
+        for c in copy["spec"]["volumeClaimTemplates"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(m) = c.as_object_mut() {
+                m.remove("apiVersion");
+                m.remove("kind");
+            }
+        }
+        return (Typed::Object, Cow::Owned(copy), FieldPath::root());
+    }
+    (Typed::Object, Cow::Borrowed(value), FieldPath::root())
 }
 
 /// Something done with a part of an object read as a k8s-openapi type, see [`read_as`].
@@ -1060,13 +1090,13 @@ pub fn null_fields_unknown(kind: Kind, value: &Value) -> Vec<String> {
         }
     }
     let (part, v, at) = typed_part(kind, value);
-    if !has_map_null(v) {
+    if !has_map_null(&v) {
         return Vec::new();
     }
     // Nulls in lists are zero values to the apiserver; in a known field, a null serde
     // refuses (`nodeSelector: {disk: }`) is left out and the part read again, as
     // [`zero_nulls`] leaves it out before [`typed`] reads it.
-    let mut copy = v.clone();
+    let mut copy = v.into_owned();
     strip_list_nulls(&mut copy);
     read_as(kind, part, Nulls(copy, at))
 }
@@ -1339,6 +1369,29 @@ mod tests {
             "spec": {"backoffLimit": 1, "template": {"spec": {"containers": []}}},
             "status": {"active": "one"}});
         assert!(err(Kind::Job, &job).starts_with("status.active: Invalid value: \"one\""));
+        // The Kubernetes version the apiserver serves (v1.36), not a later one: a Job's
+        // `scheduling` is v1.37's.
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"scheduling": {}, "template": {"spec": {"containers": []}}}});
+        assert_eq!(typed(Kind::Job, &job).unwrap(), ["spec.scheduling"]);
+        // A claim template's apiVersion and kind are ignored by the apiserver, whatever they say.
+        for (api, kind) in [("v1", "PersistentVolumeClaim"), ("apps/v1", "Pod")] {
+            let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+                "spec": {"selector": {}, "template": {}, "volumeClaimTemplates": [
+                    {"apiVersion": api, "kind": kind, "metadata": {"name": "data"}, "spec": {"bogus": null}}]}});
+            let mut written = sts.clone();
+            written["spec"]["volumeClaimTemplates"][0]["spec"] = json!({});
+            assert_eq!(
+                typed(Kind::StatefulSet, &written).unwrap(),
+                Vec::<String>::new(),
+                "{kind}"
+            );
+            assert_eq!(
+                null_fields_unknown(Kind::StatefulSet, &sts),
+                ["spec.volumeClaimTemplates[0].spec.bogus"],
+                "{kind}"
+            );
+        }
         let cloneset = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
             "metadata": {"name": "c", "lables": {}}, "spec": {"replicas": "3", "x": 1}});
         assert_eq!(

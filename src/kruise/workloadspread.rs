@@ -778,19 +778,12 @@ pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]
                 continue;
             }
         };
-        // Go's decoder reports a value of the wrong type and goes on with the rest; a missing
-        // field is its zero value, which the validation judges.
-        if let Err(e) =
-            serde_json::from_value::<k8s_openapi::api::core::v1::PodSpec>(pod["spec"].clone())
-        {
-            let e = e.to_string();
-            if !e.starts_with("missing field") {
-                out.push(err(FieldError::invalid(
-                    path.clone(),
-                    json!(patch.to_string()),
-                    format!("failed to unmarshal: {e}"),
-                )));
-            }
+        if let Some(e) = unmarshal_error(&pod) {
+            out.push(err(FieldError::invalid(
+                path.clone(),
+                json!(patch.to_string()),
+                e,
+            )));
         }
         out.extend(
             crate::kruise::podspec::validate_pod_spec(&pod["spec"], &path)
@@ -799,6 +792,18 @@ pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]
         );
     }
     out
+}
+
+/// Why Go's `json.Unmarshal` of a patched pod (template) into `corev1.Pod`, which Kruise runs
+/// after the merge, fails: a value of the wrong type anywhere in it (unknown fields are
+/// dropped; a missing field is its zero value, which the validation judges).
+pub fn unmarshal_error(pod: &Value) -> Option<String> {
+    use k8s_openapi::api::core::v1::PodTemplateSpec;
+    match serde_path_to_error::deserialize::<_, PodTemplateSpec>(pod) {
+        Ok(_) => None,
+        Err(e) if e.inner().to_string().starts_with("missing field") => None,
+        Err(e) => Some(format!("failed to unmarshal: {}: {}", e.path(), e.inner())),
+    }
 }
 
 /// How fresh replicas land on the subsets, as Kruise's webhook assigns them.
@@ -1007,8 +1012,8 @@ fn as_json<T: serde::Serialize>(v: &[T]) -> impl Iterator<Item = Value> + '_ {
 /// The pod template after Kruise's injection of one subset: tolerations appended, preferred
 /// terms appended, the required term ANDed into every existing required term (or set as the
 /// only term), nodeSelector untouched, then the subset's patch applied by strategic merge. With
-/// a patch that cannot be applied, the pod without it and why: Kruise's webhook then refuses
-/// the subset's pods.
+/// a patch that cannot be applied, the pod without it and why, or that leaves a value of the
+/// wrong type, the pod with it and why: Kruise's webhook then refuses the subset's pods.
 pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, Option<String>) {
     let mut pod = template.clone();
     let Some(sub) = ws.subsets.get(subset) else {
@@ -1065,7 +1070,10 @@ pub fn inject(template: &Value, ws: &WorkloadSpread, subset: usize) -> (Value, O
         let class = pod["spec"]["priorityClassName"].clone();
         match strategic::apply(&pod, patch) {
             Ok(patched) => pod = patched,
-            Err(e) => return (pod, Some(e.to_string())),
+            Err(e) => return (pod, Some(format!("failed to merge patch: {e}"))),
+        }
+        if let Some(e) = unmarshal_error(&pod) {
+            return (pod, Some(e));
         }
         // As Kruise: a patched priorityClassName clears the priority the admission plugin set
         // for the old class, so the apiserver sets the new one.

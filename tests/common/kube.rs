@@ -96,7 +96,7 @@ pub fn with_apiserver(test: &str) -> Option<ApiServer> {
 
 impl ApiServer {
     fn start(bin: &Path) -> ApiServer {
-        let dir = temp_dir("kube");
+        let dir = temp_dir("kube").keep();
         let mut children = Vec::new();
         let (client, peer, secure) = (free_port(), free_port(), free_port());
         let log = |name: &str| std::fs::File::create(dir.join(name)).unwrap();

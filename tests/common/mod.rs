@@ -28,12 +28,62 @@ impl Drop for Server {
     }
 }
 
-pub fn temp_dir(tag: &str) -> PathBuf {
+/// A directory of the test's own, removed with everything in it when the test is done (some
+/// hold a copy of the binary: left behind, each run of the suite would leave hundreds of MB).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Keeps the directory: the caller removes it (a server's folder, removed with it).
+    pub fn keep(self) -> PathBuf {
+        let me = std::mem::ManuallyDrop::new(self);
+        me.0.clone()
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        // A test may have taken permissions away from a subdirectory.
+        use std::os::unix::fs::PermissionsExt;
+        fn open_up(dir: &std::path::Path) {
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    open_up(&entry.path());
+                }
+            }
+        }
+        if std::fs::remove_dir_all(&self.0).is_err() {
+            open_up(&self.0);
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+pub fn temp_dir(tag: &str) -> TempDir {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!("pg-{tag}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
 }
 
 /// Starts `serve` on an ephemeral port with a generated certificate and waits for its
@@ -44,7 +94,7 @@ pub fn start(extra: &[&str]) -> Server {
 
 /// [`start`] with environment variables (`RUST_LOG` is unset unless given here).
 pub fn start_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
-    let dir = temp_dir("srv");
+    let dir = temp_dir("srv").keep();
     let mut child = Command::new(BIN)
         .env_remove("RUST_LOG")
         .envs(env.iter().copied())

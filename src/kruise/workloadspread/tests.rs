@@ -731,7 +731,7 @@ fn patches_are_validated_against_the_patched_template() {
             json!({"spec": {"containers": [{"name": "main", "ports": [{"containerPort": "80"}]}]}}),
             &["vol-1--0"],
             vec![
-                r#"Error spec.subsets[0].patch: Invalid value: "{\"spec\":{\"containers\":[{\"name\":\"main\",\"ports\":[{\"containerPort\":\"80\"}]}]}}": failed to unmarshal: invalid type: string "80", expected i32"#,
+                r#"Error spec.subsets[0].patch: Invalid value: "{\"spec\":{\"containers\":[{\"name\":\"main\",\"ports\":[{\"containerPort\":\"80\"}]}]}}": failed to unmarshal: spec.containers[0].ports[0].containerPort: invalid type: string "80", expected i32"#,
                 "Error spec.subsets[0].patch.containers[0].ports[0].containerPort: Required value",
             ],
         ),
