@@ -667,6 +667,12 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
     let mut out = Vec::new();
     for (i, (name, term)) in terms.iter().enumerate() {
         let p = sp.index(i).child(n.required);
+        // With a patch, the pods are what injection and the patch make of the template: the
+        // patch may set the nodeSelector the term needs, or drop the term.
+        if let (Some(template), Some(patch)) = (target.template, &ws.subsets[i].patch) {
+            out.extend(patched_selection(ws, i, template, patch, &sp));
+            continue;
+        }
         match term {
             None => {}
             Some(None) if raw_required.is_none() => out.push(err(FieldError::invalid(
@@ -733,6 +739,71 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
                 )));
             }
         }
+    }
+    out
+}
+
+/// A patched subset's node selection, judged on its pods as Kruise's webhook makes them
+/// ([`inject`]): none when no node can satisfy it, and a warning when the patch drops what the
+/// subset injects (a strategic merge patch replaces tolerations and node selector terms, so a
+/// patch that writes them loses the subset's own).
+fn patched_selection(
+    ws: &WorkloadSpread,
+    i: usize,
+    template: &Value,
+    patch: &Value,
+    sp: &FieldPath,
+) -> Vec<Problem> {
+    let sub = &ws.subsets[i];
+    let name = &sub.name;
+    let (pod, refused) = inject(template, ws, i);
+    let Some(spec) = refused
+        .is_none()
+        .then(|| serde_json::from_value::<PodSpec>(pod["spec"].clone()).ok())
+        .flatten()
+    else {
+        // The patch is reported by [`validate_patches`].
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let at = sp.index(i).child("patch");
+    if let Some(c) = pod_node_constraint(spec.node_selector(), spec.required_node_selector_terms())
+    {
+        if !c.iter().any(Term::satisfiable) {
+            let shown: Vec<String> = c.iter().map(|x| format!("\"{x}\"")).collect();
+            out.push(err(FieldError::invalid(
+                at.clone(),
+                json!(patch.to_string()),
+                format!(
+                    "subset {name:?} can never hold a pod: injected and patched, its pods' node selection ({}) matches no node",
+                    if shown.is_empty() { "no term".to_string() } else { shown.join(" or ") }
+                ),
+            )));
+        }
+    }
+    if let Some(t) = sub.required.as_ref().and_then(Term::from_api) {
+        let kept = spec.required_node_selector_terms().is_some_and(|ts| {
+            !ts.is_empty()
+                && ts
+                    .iter()
+                    .filter_map(Term::from_api)
+                    .all(|x| t.requirements.iter().all(|r| x.requirements.contains(r)))
+        });
+        if !kept {
+            out.push(warn(FieldError::invalid(
+                at.clone(),
+                json!(patch.to_string()),
+                format!("subset {name:?}: the patch replaces the required node selector terms the subset injects (\"{t}\" is not in every term of its pods): a strategic merge patch replaces these lists; put the terms in requiredNodeSelectorTerm, not in the patch"),
+            )));
+        }
+    }
+    let tolerations = spec.tolerations();
+    if sub.tolerations.iter().any(|t| !tolerations.contains(t)) {
+        out.push(warn(FieldError::invalid(
+            at,
+            json!(patch.to_string()),
+            format!("subset {name:?}: the patch replaces the tolerations the subset injects (a strategic merge patch replaces the list): put them in the subset's tolerations, not in the patch"),
+        )));
     }
     out
 }

@@ -881,3 +881,74 @@ fn adaptive_rescheduling_moves_pods_to_subsets_with_room() {
         None
     );
 }
+
+/// A patched subset's node selection is judged on its pods as injected and patched: a patch
+/// that sets the nodeSelector its term needs is fine, one that sets a contradicting one can
+/// never hold a pod, and a patch that replaces the terms or tolerations the subset injects is
+/// a warning (strategic merge replaces those lists). From a user trial.
+#[test]
+fn patched_subsets_are_judged_on_their_patched_pods() {
+    let template = json!({"metadata": {"labels": {"app": "w"}}, "spec": {
+        "nodeSelector": {"pool": "general"},
+        "containers": [{"name": "main", "image": "img"}]}});
+    let spec: PodSpec = serde_json::from_value(template["spec"].clone()).unwrap();
+    let run = |subset: Value| -> Vec<String> {
+        let v = typed(&ws(
+            "v1alpha1",
+            json!([subset, {"name": "rest"}]),
+            json!({}),
+        ));
+        cross_check(
+            &v,
+            &Target {
+                spec: &spec,
+                replicas: None,
+                template: Some(&template),
+                claims: &[],
+            },
+        )
+        .iter()
+        .filter(|p| p.error.path.to_string().starts_with("spec.subsets[0]"))
+        .map(|p| format!("{:?} {}", p.level, p.error))
+        .collect()
+    };
+    let pool =
+        |v: &str| json!({"matchExpressions": [{"key": "pool", "operator": "In", "values": [v]}]});
+    let cases = [
+        (
+            "the patch sets the nodeSelector the term needs",
+            json!({"name": "gpu", "requiredNodeSelectorTerm": pool("gpu"),
+                "patch": {"spec": {"nodeSelector": {"pool": "gpu"}}}}),
+            vec![],
+        ),
+        (
+            "the patch removes the nodeSelector",
+            json!({"name": "gpu", "requiredNodeSelectorTerm": pool("gpu"),
+                "patch": {"spec": {"nodeSelector": {"pool": null}}}}),
+            vec![],
+        ),
+        (
+            "the patch sets a nodeSelector the term contradicts",
+            json!({"name": "gen", "requiredNodeSelectorTerm": pool("general"),
+                "patch": {"spec": {"nodeSelector": {"pool": "gpu"}}}}),
+            vec![
+                r#"Error spec.subsets[0].patch: Invalid value: "{\"spec\":{\"nodeSelector\":{\"pool\":\"gpu\"}}}": subset "gen" can never hold a pod: injected and patched, its pods' node selection ("pool In [general], pool In [gpu]") matches no node"#,
+            ],
+        ),
+        (
+            "the patch replaces the terms and tolerations the subset injects",
+            json!({"name": "gen", "requiredNodeSelectorTerm": pool("general"),
+                "tolerations": [{"key": "spot", "operator": "Exists"}],
+                "patch": {"spec": {"tolerations": [{"key": "x", "operator": "Exists"}],
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]}}}}}}),
+            vec![
+                r#"Warning spec.subsets[0].patch: Invalid value: "{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}]}}},\"tolerations\":[{\"key\":\"x\",\"operator\":\"Exists\"}]}}": subset "gen": the patch replaces the required node selector terms the subset injects ("pool In [general]" is not in every term of its pods): a strategic merge patch replaces these lists; put the terms in requiredNodeSelectorTerm, not in the patch"#,
+                r#"Warning spec.subsets[0].patch: Invalid value: "{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"}]}]}}},\"tolerations\":[{\"key\":\"x\",\"operator\":\"Exists\"}]}}": subset "gen": the patch replaces the tolerations the subset injects (a strategic merge patch replaces the list): put them in the subset's tolerations, not in the patch"#,
+            ],
+        ),
+    ];
+    for (what, subset, want) in cases {
+        assert_eq!(run(subset), want, "{what}");
+    }
+}
