@@ -1329,3 +1329,63 @@ fn subset_patches_merge_as_the_apiserver_merges_them() {
     );
     assert!(strategic::apply(&stored, &patch).is_err());
 }
+
+/// A quantity kube-apiserver's decoder cannot parse refuses the object (400), one it can is
+/// taken; `check` agrees on each, at the field.
+#[test]
+fn quantities_are_refused_as_the_apiserver_refuses_them() {
+    use placement_guard::ci::check::Checker;
+    use placement_guard::rules::config::RuleSet;
+    let Some(api) = with_apiserver("quantities_are_refused_as_the_apiserver_refuses_them") else {
+        return;
+    };
+    api.namespace("qty");
+    let rules = RuleSet::default();
+    for (i, q) in [
+        json!("1.5Gi"),
+        json!("2e3"),
+        json!("129M"),
+        json!(".5"),
+        json!(512),
+        json!("10GB"),
+        json!("10gi"),
+        json!("10 Gi"),
+        json!("1Gii"),
+        json!("1e"),
+        json!("lots"),
+        json!(""),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}")},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"memory": q}}}]}});
+        let (code, answer) = api.create(
+            "/api/v1/namespaces/qty/pods?dryRun=All&fieldValidation=Strict",
+            &pod,
+        );
+        let mut checker = Checker::new(&rules);
+        checker.check_text("p.json", &pod.to_string());
+        let report = checker.finish();
+        let ours: Vec<String> = report
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule == "invalid-object")
+            .map(|d| format!("{}: {}", d.path, d.message))
+            .collect();
+        if code == 201 {
+            assert_eq!(ours, Vec::<String>::new(), "{q}");
+        } else {
+            assert_eq!(code, 400, "{q}: {answer}");
+            let theirs = answer["message"].as_str().unwrap();
+            assert_eq!(ours.len(), 1, "{q}: {ours:?}");
+            assert!(
+                ours[0].starts_with("spec.containers[0].resources.requests.memory: "),
+                "{q}: {ours:?}"
+            );
+            let why = ours[0].rsplit(": ").next().unwrap();
+            assert!(theirs.contains(why), "{q}: ours {why:?}, theirs {theirs}");
+        }
+    }
+}

@@ -660,6 +660,67 @@ pub fn validate_toleration(t: &Toleration, path: &FieldPath) -> Vec<FieldError> 
     out
 }
 
+/// Why `resource.ParseQuantity` refuses `s` (kube-apiserver's decoder then refuses the
+/// object), in its words; `None` when it parses.
+pub fn quantity_error(s: &str) -> Option<&'static str> {
+    const FORMAT: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    const SUFFIX: &str = "unable to parse quantity's suffix";
+    if s.is_empty() {
+        return Some(FORMAT);
+    }
+    let b = s.as_bytes();
+    let mut i = usize::from(matches!(b[0], b'+' | b'-'));
+    let digits = |i: &mut usize| {
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+    };
+    digits(&mut i);
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        digits(&mut i);
+    }
+    let suffix_start = i;
+    while b.get(i).is_some_and(|c| b"eEinumkKMGTP".contains(c)) {
+        i += 1;
+    }
+    let letters_end = i;
+    if i < b.len() {
+        if matches!(b[i], b'+' | b'-') {
+            i += 1;
+        }
+        digits(&mut i);
+        if i < b.len() {
+            return Some(FORMAT);
+        }
+    }
+    let suffix = &s[suffix_start..];
+    let known = matches!(
+        suffix,
+        "" | "n"
+            | "u"
+            | "m"
+            | "k"
+            | "M"
+            | "G"
+            | "T"
+            | "P"
+            | "E"
+            | "Ki"
+            | "Mi"
+            | "Gi"
+            | "Ti"
+            | "Pi"
+            | "Ei"
+    );
+    // A decimal exponent: `e` or `E` and a 64-bit integer.
+    let exponent = letters_end == suffix_start + 1
+        && matches!(b[suffix_start], b'e' | b'E')
+        && suffix.len() > 1
+        && suffix[1..].parse::<i64>().is_ok();
+    (!known && !exponent).then_some(SUFFIX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

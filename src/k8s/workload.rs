@@ -972,7 +972,14 @@ pub fn typed(kind: Kind, value: &Value) -> Result<Vec<String>, ParseError> {
                 &mut passed_over,
             ));
             match read {
-                Ok(_) => Ok(unknown),
+                Ok(_) => match bad_quantity(value, &prefix(&at)) {
+                    None => Ok(unknown),
+                    Some((path, message)) => Err(ParseError {
+                        kind: kind.display(),
+                        path,
+                        message,
+                    }),
+                },
                 Err(e) => {
                     let mut path = prefix(&at);
                     for seg in e.path().iter() {
@@ -1188,6 +1195,66 @@ fn push_key(path: &mut String, key: &str) {
     }
 }
 
+/// The first quantity in `v` that kube-apiserver's decoder refuses (`resource.ParseQuantity`:
+/// `10GB`, `10gi`, `100 m`, `lots`; k8s-openapi's `Quantity` takes any string), with its path
+/// and the apiserver's words. Quantities are the values of resource lists (a `limits` or
+/// `requests` of `resources`, `overhead`, `capacity`, `allocatable`, `allocatedResources`) and
+/// the `sizeLimit` and `divisor` fields.
+pub(crate) fn bad_quantity(v: &Value, at: &str) -> Option<(String, String)> {
+    fn walk(v: &Value, path: &mut String, parent: &str, out: &mut Option<(String, String)>) {
+        let Value::Object(m) = v else {
+            if let Value::Array(a) = v {
+                for (i, x) in a.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    walk(x, path, "", out);
+                    path.truncate(len);
+                }
+            }
+            return;
+        };
+        for (k, x) in m {
+            if out.is_some() {
+                return;
+            }
+            let len = path.len();
+            push_key(path, k);
+            let list = matches!(
+                k.as_str(),
+                "overhead" | "capacity" | "allocatable" | "allocatedResources"
+            ) || (parent == "resources" && matches!(k.as_str(), "limits" | "requests"));
+            if list {
+                for (name, q) in x.as_object().into_iter().flatten() {
+                    let len = path.len();
+                    push_key(path, name);
+                    check(q, path, out);
+                    path.truncate(len);
+                }
+            } else if matches!(k.as_str(), "sizeLimit" | "divisor") {
+                check(x, path, out);
+            } else {
+                walk(x, path, k, out);
+            }
+            path.truncate(len);
+        }
+    }
+    fn check(q: &Value, path: &str, out: &mut Option<(String, String)>) {
+        let text = match q {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return,
+        };
+        if out.is_none() {
+            if let Some(why) = crate::k8s::validation::quantity_error(&text) {
+                *out = Some((path.to_string(), format!("Invalid value: {q}: {why}")));
+            }
+        }
+    }
+    let mut out = None;
+    walk(v, &mut at.to_string(), "", &mut out);
+    out
+}
+
 /// `at` as the start of a path: nothing at the object's root.
 fn prefix(at: &FieldPath) -> String {
     if *at == FieldPath::root() {
@@ -1340,6 +1407,58 @@ mod tests {
         for (got, want) in cases {
             assert_eq!(got, format!("spec.{want}"));
         }
+    }
+
+    /// Quantities as `resource.ParseQuantity` reads them: kube-apiserver's decoder refuses the
+    /// object at the first it cannot parse, wherever it is (`storage: 10GB` in a claim
+    /// template is a common typo).
+    #[test]
+    fn quantities_are_parsed_as_the_apiserver_parses_them() {
+        use crate::k8s::validation::quantity_error;
+        let pattern = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+        let format = Some(pattern);
+        let suffix = Some("unable to parse quantity's suffix");
+        for (q, want) in [
+            ("100m", None),
+            ("1.5Gi", None),
+            ("2e3", None),
+            ("1E+3", None),
+            (".5", None),
+            ("1.", None),
+            ("-1", None),
+            ("0", None),
+            ("129M", None),
+            ("10GB", format),
+            ("10gi", format),
+            ("10 Gi", format),
+            ("lots", format),
+            ("", format),
+            ("0x1F", format),
+            ("1.5.5", format),
+            ("1Gii", suffix),
+            ("1e", suffix),
+            ("1ei", suffix),
+            ("1m3", suffix),
+        ] {
+            assert_eq!(quantity_error(q), want, "{q:?}");
+        }
+        let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [
+                {"name": "c", "resources": {"requests": {"cpu": 0.5, "nvidia.com/gpu": 1}}}]}},
+                "volumeClaimTemplates": [{"metadata": {"name": "d"},
+                    "spec": {"resources": {"requests": {"storage": "10GB"}}}}]}});
+        let e = typed(Kind::StatefulSet, &sts).unwrap_err();
+        assert_eq!(
+            format!("{}: {}", e.path, e.message),
+            format!("spec.volumeClaimTemplates[0].spec.resources.requests.storage: Invalid value: \"10GB\": {pattern}")
+        );
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "lots"}}}],
+                "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "1Gi"}}]}});
+        assert_eq!(
+            typed(Kind::Pod, &pod).unwrap_err().path,
+            "spec.containers[0].resources.limits.cpu"
+        );
     }
 
     /// A built-in kind is read whole, as the apiserver decodes it: a type error outside the

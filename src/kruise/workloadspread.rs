@@ -866,12 +866,15 @@ pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]
 }
 
 /// Why Go's `json.Unmarshal` of a patched pod (template) into `corev1.Pod`, which Kruise runs
-/// after the merge, fails: a value of the wrong type anywhere in it (unknown fields are
+/// after the merge, fails: a value of the wrong type or a quantity that does not parse
+/// anywhere in it (unknown fields are
 /// dropped; a missing field is its zero value, which the validation judges).
 pub fn unmarshal_error(pod: &Value) -> Option<String> {
     use k8s_openapi::api::core::v1::PodTemplateSpec;
     match serde_path_to_error::deserialize::<_, PodTemplateSpec>(pod) {
-        Ok(_) => None,
+        // k8s-openapi's Quantity takes any string; Go's parses it.
+        Ok(_) => crate::k8s::workload::bad_quantity(pod, "")
+            .map(|(path, why)| format!("failed to unmarshal: {path}: {why}")),
         Err(e) if e.inner().to_string().starts_with("missing field") => None,
         Err(e) => Some(format!("failed to unmarshal: {}: {}", e.path(), e.inner())),
     }

@@ -756,6 +756,14 @@ fn patches_are_validated_against_the_patched_template() {
             ],
         ),
         (
+            "a patch whose quantity does not parse",
+            json!({"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "lots"}}}]}}),
+            &["vol-1--0"],
+            vec![
+                r#"Error spec.subsets[0].patch: Invalid value: "{\"spec\":{\"containers\":[{\"name\":\"main\",\"resources\":{\"requests\":{\"cpu\":\"lots\"}}}]}}": failed to unmarshal: spec.containers[0].resources.requests.cpu: Invalid value: "lots": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"#,
+            ],
+        ),
+        (
             "a patch strategic merge refuses",
             json!({"spec": {"containers": [{"image": "x"}]}}),
             &["vol-1--0"],
