@@ -1809,7 +1809,7 @@ fn explain_workloadspread_says_which_patch_cannot_be_applied() {
     ];
     let r = run(&args, None);
     assert!(
-        r.stdout.contains("subset subset-a: its patch cannot be applied, so Kruise's webhook refuses its pods and they are never created (shown without the patch): failed to merge patch: {\"image\":\"other\"} does not contain declared merge key: name\n"),
+        r.stdout.contains("subset subset-a: its pods are never created: failed to merge patch: {\"image\":\"other\"} does not contain declared merge key: name\n"),
         "{}",
         r.stdout
     );
@@ -1901,4 +1901,41 @@ spec:
     assert!(!text.stdout.contains("Adaptive:"), "{}", text.stdout);
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(v.get("adaptive"), None);
+}
+
+/// A patch that merges but leaves pods the apiserver refuses (here: no container left) has
+/// its pods never created, said so, and counted as pending (exit 1).
+#[test]
+fn explain_workloadspread_says_when_the_apiserver_refuses_the_patched_pods() {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+    let spread = std::fs::read_to_string(format!("{d}/workloadspread/zones.yaml")).unwrap();
+    let dir = temp_dir("ws-patch-refused");
+    let ws = dir.join("zones.yaml");
+    let broken = spread.replacen(
+        "        labels: {subset-name: subset-a}\n",
+        "        labels: {subset-name: subset-a}\n      spec:\n        containers: [{$patch: replace}]\n",
+        1,
+    );
+    assert_ne!(broken, spread);
+    std::fs::write(&ws, broken).unwrap();
+    let w = format!("{d}/workloadspread/cloneset.yaml");
+    let cluster = format!("{d}/explain/cluster.yaml");
+    let args = [
+        "explain",
+        "--workloadspread",
+        ws.to_str().unwrap(),
+        "--workload",
+        &w,
+        "--cluster",
+        &cluster,
+        "--replicas",
+        "3",
+    ];
+    let r = run(&args, None);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("subset subset-a: its pods are never created: kube-apiserver refuses the patched pods: spec.containers: Required value"),
+        "{}",
+        r.stdout
+    );
 }

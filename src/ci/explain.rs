@@ -474,7 +474,28 @@ pub fn workloadspread(
     let terms = wsp::subset_terms(ws);
     let mut subsets = Vec::new();
     for (i, share) in dist.subsets.iter().enumerate() {
-        let (pod, patch_error) = wsp::inject(&template, ws, i);
+        let (pod, mut patch_error) = wsp::inject(&template, ws, i);
+        // A patch that leaves a pod the apiserver refuses (no container left, a duplicate
+        // port): what the template alone does not already have.
+        if patch_error.is_none() && ws.subsets[i].patch.is_some() {
+            use crate::kruise::podspec::validate_pod_spec;
+            let at = crate::k8s::fieldpath::FieldPath::new("spec");
+            let before: Vec<String> = validate_pod_spec(&template["spec"], &at)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let added: Vec<String> = validate_pod_spec(&pod["spec"], &at)
+                .iter()
+                .map(ToString::to_string)
+                .filter(|e| !before.contains(e))
+                .collect();
+            if !added.is_empty() {
+                patch_error = Some(format!(
+                    "kube-apiserver refuses the patched pods: {}",
+                    added.join("; ")
+                ));
+            }
+        }
         let term = match terms.get(i).map(|(_, t)| t) {
             Some(Some(Some(t))) => t.to_string(),
             Some(Some(None)) => "(empty term: matches no node)".to_string(),
@@ -746,7 +767,7 @@ pub fn workloadspread_text(v: &Value) -> String {
         }
         if let Some(e) = s["patchError"].as_str() {
             out.push_str(&format!(
-                "subset {}: its patch cannot be applied, so Kruise's webhook refuses its pods and they are never created (shown without the patch): {e}\n",
+                "subset {}: its pods are never created: {e}\n",
                 s["name"].as_str().unwrap_or(""),
             ));
         }

@@ -856,6 +856,19 @@ pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]
                 e,
             )));
         }
+        // The pods' labels as the apiserver validates them when Kruise's webhook creates them.
+        if let Ok(labels) = serde_json::from_value::<std::collections::BTreeMap<String, String>>(
+            pod["metadata"]["labels"].clone(),
+        ) {
+            out.extend(
+                crate::k8s::validation::validate_labels(
+                    &labels,
+                    &path.child("metadata").child("labels"),
+                )
+                .into_iter()
+                .map(err),
+            );
+        }
         out.extend(
             crate::kruise::podspec::validate_pod_spec(&pod["spec"], &path)
                 .into_iter()

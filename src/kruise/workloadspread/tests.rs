@@ -764,6 +764,15 @@ fn patches_are_validated_against_the_patched_template() {
             ],
         ),
         (
+            "a patch that adds a label the apiserver refuses",
+            json!({"metadata": {"labels": {"bad key!": "x", "tier": "a b"}}}),
+            &["vol-1--0"],
+            vec![
+                r#"Error spec.subsets[0].patch.metadata.labels: Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#,
+                r#"Error spec.subsets[0].patch.metadata.labels: Invalid value: "a b": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"#,
+            ],
+        ),
+        (
             "a patch strategic merge refuses",
             json!({"spec": {"containers": [{"image": "x"}]}}),
             &["vol-1--0"],
