@@ -1781,21 +1781,17 @@ fn explain_workloadspread_applies_and_notes_the_runtime_class() {
     );
 }
 
-/// A subset whose patch strategic merge refuses (here an entry without its merge key) is said
-/// so: Kruise's webhook refuses that subset's pods. The pod is shown without the patch.
-#[test]
-fn explain_workloadspread_says_which_patch_cannot_be_applied() {
+/// `explain --workloadspread` of the zones example with `spec` added to subset-a's patch, as
+/// text and as JSON.
+fn explain_patched_zones(tag: &str, spec: &str) -> (Run, Run) {
     let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
     let spread = std::fs::read_to_string(format!("{d}/workloadspread/zones.yaml")).unwrap();
-    let dir = temp_dir("ws-patch-error");
+    let dir = temp_dir(tag);
     let ws = dir.join("zones.yaml");
-    let broken = spread.replacen(
-        "        labels: {subset-name: subset-a}\n",
-        "        labels: {subset-name: subset-a}\n      spec:\n        containers: [{image: other}]\n",
-        1,
-    );
-    assert_ne!(broken, spread);
-    std::fs::write(&ws, broken).unwrap();
+    let label = "        labels: {subset-name: subset-a}\n";
+    let patched = spread.replacen(label, &format!("{label}      spec:\n        {spec}\n"), 1);
+    assert_ne!(patched, spread);
+    std::fs::write(&ws, patched).unwrap();
     let w = format!("{d}/workloadspread/cloneset.yaml");
     let cluster = format!("{d}/explain/cluster.yaml");
     let args = [
@@ -1806,23 +1802,34 @@ fn explain_workloadspread_says_which_patch_cannot_be_applied() {
         &w,
         "--cluster",
         &cluster,
+        "--replicas",
+        "3",
     ];
-    let r = run(&args, None);
+    (
+        run(&args, None),
+        run(&[&args[..], &["-o", "json"]].concat(), None),
+    )
+}
+
+/// A subset whose patch strategic merge refuses (here an entry without its merge key) is said
+/// so: Kruise's webhook refuses that subset's pods. The pod is shown without the patch.
+#[test]
+fn explain_workloadspread_says_which_patch_cannot_be_applied() {
+    let (r, json) = explain_patched_zones("ws-patch-error", "containers: [{image: other}]");
     assert!(
         r.stdout.contains("subset subset-a: its pods are never created: failed to merge patch: {\"image\":\"other\"} does not contain declared merge key: name\n"),
         "{}",
         r.stdout
     );
-    let r = run(&[&args[..], &["-o", "json"]].concat(), None);
-    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(
         v["subsets"][0]["patchError"],
         "failed to merge patch: {\"image\":\"other\"} does not contain declared merge key: name"
     );
+    assert_eq!(v["subsets"][1]["patchError"], serde_json::Value::Null);
     // Its pods are never created: they count as pods that never run (exit 1).
     assert_eq!(v["subsets"][0]["pending"], v["subsets"][0]["pods"]);
     assert_eq!(r.code, 1, "{}", r.stdout);
-    assert_eq!(v["subsets"][1]["patchError"], serde_json::Value::Null);
 }
 
 /// With `scheduleStrategy: Adaptive` and `rescheduleCriticalSeconds`, Kruise's controller
@@ -1907,31 +1914,7 @@ spec:
 /// its pods never created, said so, and counted as pending (exit 1).
 #[test]
 fn explain_workloadspread_says_when_the_apiserver_refuses_the_patched_pods() {
-    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
-    let spread = std::fs::read_to_string(format!("{d}/workloadspread/zones.yaml")).unwrap();
-    let dir = temp_dir("ws-patch-refused");
-    let ws = dir.join("zones.yaml");
-    let broken = spread.replacen(
-        "        labels: {subset-name: subset-a}\n",
-        "        labels: {subset-name: subset-a}\n      spec:\n        containers: [{$patch: replace}]\n",
-        1,
-    );
-    assert_ne!(broken, spread);
-    std::fs::write(&ws, broken).unwrap();
-    let w = format!("{d}/workloadspread/cloneset.yaml");
-    let cluster = format!("{d}/explain/cluster.yaml");
-    let args = [
-        "explain",
-        "--workloadspread",
-        ws.to_str().unwrap(),
-        "--workload",
-        &w,
-        "--cluster",
-        &cluster,
-        "--replicas",
-        "3",
-    ];
-    let r = run(&args, None);
+    let (r, _) = explain_patched_zones("ws-patch-refused", "containers: [{$patch: replace}]");
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(
         r.stdout.contains("subset subset-a: its pods are never created: kube-apiserver refuses the patched pods: spec.containers: Required value"),

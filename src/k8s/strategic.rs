@@ -135,7 +135,7 @@ fn merge_map(
             (None, None) => continue,
             (None, Some(p)) => as_list(p)?,
             (Some(s), None) => s,
-            (Some(s), Some(p)) => merge_field(s, as_list(p)?, strategy, inner, false)?,
+            (Some(s), Some(p)) => merge_list(s, as_list(p)?, strategy, inner, false)?,
         };
         let key = merge_key(strategy);
         let (listed, server_only): (Vec<Value>, Vec<Value>) = merged
@@ -169,7 +169,7 @@ fn merge_map(
             }
             (Some(Value::Array(o)), Value::Array(p)) => {
                 let (strategy, inner) = at.list(&k);
-                Value::Array(merge_field(o, p, strategy, inner, deleting)?)
+                Value::Array(merge_list(o, p, strategy, inner, deleting)?)
             }
             (Some(o), _) if deleting => o,
             (Some(_), mut pv) => {
@@ -202,22 +202,9 @@ fn merge_key(s: Strategy) -> Option<&'static str> {
     }
 }
 
-/// A list field merged as its strategy says (a list without one is the patch's).
-fn merge_field(
-    original: Vec<Value>,
-    patch: Vec<Value>,
-    strategy: Strategy,
-    inner: At,
-    deleting: bool,
-) -> Result<Vec<Value>, PatchError> {
-    match strategy {
-        Strategy::Replace => Ok(patch),
-        _ => merge_list(original, patch, strategy, inner, deleting),
-    }
-}
-
-/// A merged list: entries by their merge key (or scalars as a set), then the patched entries
-/// placed before the server's where the server's order does not say otherwise.
+/// A list field merged as its strategy says: a list without one is the patch's; else entries
+/// by their merge key (or scalars as a set), then the patched entries placed before the
+/// server's where the server's order does not say otherwise.
 fn merge_list(
     original: Vec<Value>,
     patch: Vec<Value>,
@@ -225,6 +212,9 @@ fn merge_list(
     inner: At,
     deleting: bool,
 ) -> Result<Vec<Value>, PatchError> {
+    if let Strategy::Replace = strategy {
+        return Ok(patch);
+    }
     if original.is_empty() && patch.is_empty() {
         return Ok(original);
     }
