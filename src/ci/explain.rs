@@ -473,20 +473,23 @@ pub fn workloadspread(
         .to_string();
     let terms = wsp::subset_terms(ws);
     let mut subsets = Vec::new();
+    let spec_at = crate::k8s::fieldpath::FieldPath::new("spec");
+    let refused = |spec: &Value| -> Vec<String> {
+        crate::kruise::podspec::validate_pod_spec(spec, &spec_at)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    // What the apiserver refuses in the template itself, once for every subset's pods.
+    let mut template_refused: Option<Vec<String>> = None;
     for (i, share) in dist.subsets.iter().enumerate() {
         let (pod, mut patch_error) = wsp::inject(&template, ws, i);
         // A patch that leaves a pod the apiserver refuses (no container left, a duplicate
         // port): what the template alone does not already have.
         if patch_error.is_none() && ws.subsets[i].patch.is_some() {
-            use crate::kruise::podspec::validate_pod_spec;
-            let at = crate::k8s::fieldpath::FieldPath::new("spec");
-            let before: Vec<String> = validate_pod_spec(&template["spec"], &at)
-                .iter()
-                .map(ToString::to_string)
-                .collect();
-            let added: Vec<String> = validate_pod_spec(&pod["spec"], &at)
-                .iter()
-                .map(ToString::to_string)
+            let before = template_refused.get_or_insert_with(|| refused(&template["spec"]));
+            let added: Vec<String> = refused(&pod["spec"])
+                .into_iter()
                 .filter(|e| !before.contains(e))
                 .collect();
             if !added.is_empty() {
