@@ -1296,29 +1296,26 @@ fn subset_patches_merge_as_the_apiserver_merges_them() {
             json!({"metadata": {"labels": {"$patch": "replace", "tier": "x"}}}),
         ),
     ];
-    for (what, patch) in cases {
-        let (code, answer) = api.curl(
+    // The patch sent as a strategic-merge PATCH of the template, dry run.
+    let dry_patch = |patch: &Value| {
+        api.curl(
             "PATCH",
             "/api/v1/namespaces/smp/podtemplates/t?dryRun=All",
             Some((
                 "application/strategic-merge-patch+json",
                 &json!({"template": patch}),
             )),
-        );
+        )
+    };
+    for (what, patch) in cases {
+        let (code, answer) = dry_patch(&patch);
         assert_eq!(code, 200, "{what}: {answer}");
         let ours = strategic::apply(&stored, &patch).unwrap();
         assert_eq!(lists(&ours), lists(&answer["template"]), "{what}");
     }
     // An entry without its merge key: both refuse the patch.
     let patch = json!({"spec": {"containers": [{"image": "x"}]}});
-    let (code, answer) = api.curl(
-        "PATCH",
-        "/api/v1/namespaces/smp/podtemplates/t?dryRun=All",
-        Some((
-            "application/strategic-merge-patch+json",
-            &json!({"template": patch}),
-        )),
-    );
+    let (code, answer) = dry_patch(&patch);
     assert_ne!(code, 200, "{answer}");
     assert!(
         answer["message"]

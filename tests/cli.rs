@@ -1792,6 +1792,12 @@ fn explain_patched_zones(tag: &str, spec: &str) -> (Run, Run) {
     let patched = spread.replacen(label, &format!("{label}      spec:\n        {spec}\n"), 1);
     assert_ne!(patched, spread);
     std::fs::write(&ws, patched).unwrap();
+    explain_spread(&ws, &["--replicas", "3"])
+}
+
+/// `explain --workloadspread WS` over the example CloneSet and cluster, as text and as JSON.
+fn explain_spread(ws: &std::path::Path, more: &[&str]) -> (Run, Run) {
+    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
     let w = format!("{d}/workloadspread/cloneset.yaml");
     let cluster = format!("{d}/explain/cluster.yaml");
     let args = [
@@ -1802,9 +1808,8 @@ fn explain_patched_zones(tag: &str, spec: &str) -> (Run, Run) {
         &w,
         "--cluster",
         &cluster,
-        "--replicas",
-        "3",
     ];
+    let args = [&args[..], more].concat();
     (
         run(&args, None),
         run(&[&args[..], &["-o", "json"]].concat(), None),
@@ -1838,7 +1843,6 @@ fn explain_workloadspread_says_which_patch_cannot_be_applied() {
 /// the seconds (or with the Fixed type) nothing is moved and the pods stay Pending (exit 1).
 #[test]
 fn explain_workloadspread_follows_adaptive_rescheduling() {
-    let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
     let dir = temp_dir("ws-adaptive");
     let spread = |adaptive: &str| {
         let ws = dir.join("ws.yaml");
@@ -1865,21 +1869,7 @@ spec:
             ),
         )
         .unwrap();
-        let w = format!("{d}/workloadspread/cloneset.yaml");
-        let cluster = format!("{d}/explain/cluster.yaml");
-        let args = [
-            "explain",
-            "--workloadspread",
-            ws.to_str().unwrap(),
-            "--workload",
-            &w,
-            "--cluster",
-            &cluster,
-        ];
-        (
-            run(&args, None),
-            run(&[&args[..], &["-o", "json"]].concat(), None),
-        )
+        explain_spread(&ws, &[])
     };
     let (text, json) = spread("{rescheduleCriticalSeconds: 30}");
     assert_eq!(text.code, 0, "{}", text.stdout);
