@@ -1093,6 +1093,56 @@ mod readers_agree {
         );
     }
 
+    /// A pod UPDATE's new metadata is read only when a rule that applies reads it: not for
+    /// the gated-pod rule's comparison nor for constraints the update left as they were, but
+    /// for spread constraints it changed (whose selectors are checked against the pod's labels)
+    /// and wherever a node-selection policy applies.
+    #[test]
+    fn a_pod_updates_metadata_is_read_only_when_a_rule_reads_it() {
+        let text = String::from_utf8(gated_update()).unwrap();
+        let (new, old) = text.split_once("\"oldObject\"").unwrap();
+        let join = |new: &str| format!("{new}\"oldObject\"{old}");
+        let damage = |new: &str| new.replacen("\"labels\": {", "\"labels\": 5, \"x\": {", 1);
+        // Passed over: damaged, it is answered as the reference answers it blanked.
+        let damaged = join(&damage(new));
+        assert_ne!(damaged, text);
+        assert_eq!(agree(damaged.as_bytes()), [0, 0, CASES], "{damaged}");
+        let skipped =
+            skipped_values(damaged.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap();
+        let metadata = damaged.find("\"metadata\": {").unwrap() + "\"metadata\": ".len();
+        assert!(skipped.iter().any(|r| r.start == metadata), "{skipped:?}");
+        // A spread constraint the update adds, whose selector misses the pod's own labels: on
+        // /validate the labels are read (the reference's warning, and its refusal of damaged
+        // labels), on /mutate no rule that applies reads them.
+        let spread = new.replacen(
+            "\"tolerations\": [",
+            r#""topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "other"}}}], "tolerations": ["#,
+            1,
+        );
+        assert_ne!(spread, new);
+        let changed = join(&spread);
+        assert_eq!(agree(changed.as_bytes())[0], CASES, "{changed}");
+        let warned = review(changed.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap();
+        let warnings = String::from_utf8(warned.body).unwrap();
+        assert!(warnings.contains("app=gated"), "{warnings}");
+        let skipped =
+            skipped_values(changed.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap();
+        assert!(!skipped.iter().any(|r| r.start == metadata), "{skipped:?}");
+        let damaged = join(&damage(&spread));
+        assert_eq!(agree(damaged.as_bytes()), [0, 3, 3], "{damaged}");
+        // With a node-selection policy, read on /validate whatever the update changed.
+        let rules = RuleSet::from_yaml(
+            "rules.yaml",
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - {name: all, namespaces: ['*'], allowedTolerations: []}\n",
+        )
+        .unwrap();
+        let damaged = join(&damage(new));
+        let fast = review(damaged.as_bytes(), Endpoint::Validate, &rules).unwrap_err();
+        let reference =
+            review_reference(damaged.as_bytes(), Endpoint::Validate, &rules).unwrap_err();
+        assert_eq!(fast, reference);
+    }
+
     /// A pod's tolerations are read only when a rule that applies compares or places them:
     /// damaged in a pod CREATE, the defaults answer as the reference answers them blanked, and
     /// with a node-selection policy (which judges tolerations) both readers refuse them alike.

@@ -644,6 +644,8 @@ fn direct_request<'de>(
 ) -> Result<Request<'de>, serde_json::Error> {
     let mut f = Fields::<()>::default();
     let mut noted = workload::Noted::default();
+    // A Pod UPDATE's new metadata, passed over until the old object says whether a rule reads it.
+    let mut metadata_deferred = false;
     let skip = |slot: &mut Option<()>, de: &mut ondemand::Deserializer| {
         first(slot)?;
         *slot = Some(());
@@ -723,7 +725,12 @@ fn direct_request<'de>(
                     Slot::Absent
                 } else {
                     match decided {
-                        Some(Use::Template(k, part)) => {
+                        Some(Use::Template(k, mut part)) => {
+                            // Only where its extent is noted, to be read afterwards.
+                            if k == Kind::Pod && matches!(echo, workload::Echo::Note(_)) {
+                                metadata_deferred = part.identity;
+                                part.identity = false;
+                            }
                             let mut t = Box::new(PodTemplate::empty(k));
                             workload::read_direct(k, part, de, &mut echo, &mut t)?;
                             Slot::Read(t)
@@ -749,6 +756,20 @@ fn direct_request<'de>(
         }
         Ok(())
     })?;
+    if let (true, Some(Slot::Read(new))) = (metadata_deferred, &mut f.object) {
+        let old = match &f.old_object {
+            Some(Slot::Read(o)) => Some(&o.spec),
+            _ => None,
+        };
+        let read_by_a_rule =
+            known(read, &f.kind, &f.op, &f.sub_resource).is_none_or(|(request, rules)| {
+                request.is_some_and(|r| rules::reads_metadata(&rules.spec, r, old, &new.spec))
+            });
+        // Not noted: absent or empty, as left.
+        if let (true, Some(at)) = (read_by_a_rule, noted.top_value("metadata")) {
+            new.meta = de.reread(at, workload::pod_metadata)?;
+        }
+    }
     f.request()
 }
 

@@ -83,7 +83,7 @@ pub fn admitted_pod(objects: &[Object]) -> bool {
 /// [`caveats`] of the object [`pod_from`] places.
 pub fn file_caveats(objects: &[Object]) -> Vec<String> {
     match placeable(objects).as_slice() {
-        [(o, k)] => caveats(*k, &o.value),
+        [(o, k)] => caveats(*k, &o.value, true),
         _ => Vec::new(),
     }
 }
@@ -145,60 +145,32 @@ pub fn pod_from(
     Ok((t, ns))
 }
 
-/// What kube-apiserver refuses in the parts of a pod spec the filters read (node affinity
-/// terms and tolerations), in its words: the filters would read such a spec their own way.
-fn refused_placement(kind: Kind, spec: &Value) -> Vec<String> {
-    use crate::k8s::validation::{validate_term, validate_toleration};
-    use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
-    let path = kind.pod_spec_path();
-    let node = &spec["affinity"]["nodeAffinity"];
-    let node_path = path.child("affinity").child("nodeAffinity");
-    let mut errors = Vec::new();
-    let required = node_path
-        .child("requiredDuringSchedulingIgnoredDuringExecution")
-        .child("nodeSelectorTerms");
-    let terms = node["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, t)| (t, required.index(i), true));
-    let preferred = node["preferredDuringSchedulingIgnoredDuringExecution"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, p)| {
-            let at = node_path
-                .child("preferredDuringSchedulingIgnoredDuringExecution")
-                .index(i)
-                .child("preference");
-            (&p["preference"], at, false)
-        });
-    for (t, at, label_values) in terms.chain(preferred) {
-        if let Ok(term) = serde_json::from_value::<NodeSelectorTerm>(t.clone()) {
-            errors.extend(validate_term(&term, &at, label_values));
-        }
-    }
-    for (i, t) in spec["tolerations"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        if let Ok(t) = serde_json::from_value::<Toleration>(t.clone()) {
-            errors.extend(validate_toleration(&t, &path.child("tolerations").index(i)));
-        }
-    }
+/// What kube-apiserver refuses in the scheduling directives of `v` (an object of `kind` as a
+/// file holds it), in its words: what `check` reports of them (`ValidatePodSpec`'s nodeSelector,
+/// affinity, tolerations and schedulingGates, topology spread constraints, a required
+/// anti-affinity term's topologyKey). A Pod from the API server has its selectors merged already.
+fn refused_placement(kind: Kind, v: &Value) -> Vec<String> {
+    use crate::k8s::validation::validate_scheduling;
+    use crate::rules::{anti_affinity, spread};
+    // One that cannot be read is refused by `pod_from`, in the decoder's words.
+    let Ok(t) = workload::parse_value(kind, v) else {
+        return Vec::new();
+    };
+    let stored = crate::k8s::manifest::from_api_server(v);
+    let labels = (kind == Kind::Pod && !stored).then(|| t.carried_labels());
+    let mut errors = validate_scheduling(&t.spec, &t.spec_path(), labels.as_ref());
+    errors.extend(spread::refused(&t, !stored));
+    errors.extend(anti_affinity::refused_keys(&t));
     errors.iter().map(ToString::to_string).collect()
 }
 
 /// What the filters did not weigh for an object of `kind` (`v` as the API server or a file
 /// holds it), each a line for the user: a pod's scheduling gates, another scheduler, volumes
 /// and claims the volume and resource plugins would judge, and, for a live Pending pod,
-/// kube-scheduler's own last word. Without them a pod the scheduler refuses for one of these
-/// reasons would be explained as fitting, in silence.
-pub fn caveats(kind: Kind, v: &Value) -> Vec<String> {
+/// kube-scheduler's own last word; of a file's object (`from_file`), what kube-apiserver would
+/// refuse in its directives (a live object passed its validation). Without them a pod the
+/// scheduler refuses for one of these reasons would be explained as fitting, in silence.
+pub fn caveats(kind: Kind, v: &Value, from_file: bool) -> Vec<String> {
     let mut out = Vec::new();
     if let (Kind::Pod, Some(phase @ ("Succeeded" | "Failed"))) =
         (kind, v["status"]["phase"].as_str())
@@ -231,7 +203,11 @@ pub fn caveats(kind: Kind, v: &Value) -> Vec<String> {
             kind.pod_spec_path().child("schedulerName")
         ));
     }
-    let refused = refused_placement(kind, spec);
+    let refused = if from_file {
+        refused_placement(kind, v)
+    } else {
+        Vec::new()
+    };
     if !refused.is_empty() {
         out.push(format!(
             "the API server refuses this {} as written, so no scheduler ever sees it: {}",
@@ -1033,9 +1009,53 @@ mod caveat_tests {
                     "tolerations": [{"key": "gpu", "operator": "Exists", "value": "yes"}]}}}}),
                 vec!["the API server refuses this Deployment as written, so no scheduler ever sees it: spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values: Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector; spec.template.spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'; spec.template.spec.tolerations[0].operator: Invalid value: \"yes\": value must be empty when `operator` is 'Exists'"],
             ),
+            (
+                "a Pod as written: its nodeSelector, gates, pod affinity, spread constraints and anti-affinity key, as check reports them",
+                Kind::Pod,
+                json!({"metadata": {"labels": {"app": "web"}}, "spec": {
+                    "nodeSelector": {"zone": "a b"},
+                    "schedulingGates": [{"name": "g"}, {"name": "g"}],
+                    "affinity": {
+                        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": ""}]},
+                        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone/"}]}},
+                    "topologySpreadConstraints": [
+                        {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                         "labelSelector": {"matchLabels": {"app": "web"}}},
+                        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                         "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+                         "matchLabelKeys": ["app"]}]}}),
+                vec![
+                    "the pod has schedulingGates (g, g): kube-scheduler does not try to place it until they are removed; explained as if they were",
+                    "the API server refuses this Pod as written, so no scheduler ever sees it: spec.nodeSelector: Invalid value: \"a b\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'); \
+                     spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Required value: can not be empty; \
+                     spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Invalid value: \"\": name part must be non-empty; \
+                     spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'); \
+                     spec.schedulingGates[1]: Duplicate value: \"g\"; \
+                     spec.topologySpreadConstraints[0].maxSkew: Invalid value: 0: must be greater than zero; \
+                     spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}: Duplicate value: \"{zone, DoNotSchedule}\"; \
+                     spec.topologySpreadConstraints[1].matchLabelKeys[0]: Invalid value: \"app\": exists in both matchLabelKeys and labelSelector; \
+                     spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Invalid value: \"zone/\": name part must be non-empty; \
+                     spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: Invalid value: \"zone/\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                ],
+            ),
+            (
+                "a Pod read from the API server was merged when it was stored",
+                Kind::Pod,
+                json!({"metadata": {"uid": "u", "labels": {"app": "web"}}, "spec": {
+                    "topologySpreadConstraints": [
+                        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                         "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+                         "matchLabelKeys": ["app"]}]}}),
+                vec![],
+            ),
         ];
         for (name, kind, v, want) in cases {
-            assert_eq!(caveats(kind, &v), want, "{name}");
+            assert_eq!(caveats(kind, &v, true), want, "{name}");
+            // A live object passed kube-apiserver's validation: only a file's is judged.
+            let refused = |c: &String| c.starts_with("the API server refuses");
+            assert!(!caveats(kind, &v, false).iter().any(refused), "{name}");
         }
     }
 

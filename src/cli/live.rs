@@ -114,7 +114,7 @@ fn live_target(kind: Kind, name: &str, ns: &str, v: &Value) -> Result<Target, St
         ),
         _ => format!("{} {ns}/{name}: a new pod of its template", kind.display()),
     };
-    let caveats = crate::ci::explain::caveats(kind, v);
+    let caveats = crate::ci::explain::caveats(kind, v, false);
     Ok(Target {
         admitted: kind == Kind::Pod,
         template,

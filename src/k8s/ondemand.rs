@@ -407,6 +407,30 @@ impl<'de> Deserializer<'de> {
         self.pos
     }
 
+    /// Reads with `read` the value at `at`, one this reader skipped earlier (so checked for
+    /// structure), and comes back to where it was. With [`Deserializer::record_skips`], the
+    /// values `read` skips inside it take the place of the whole.
+    pub fn reread<T>(
+        &mut self,
+        at: Range<usize>,
+        read: impl FnOnce(&mut Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let (pos, depth) = (self.pos, self.depth);
+        if let Some(skipped) = &mut self.skipped {
+            skipped.retain(|r| *r != at);
+        }
+        self.pos = at.start;
+        let value = read(self)?;
+        if self.pos != at.end {
+            return Err(self.error("internal: a value read again ended elsewhere"));
+        }
+        (self.pos, self.depth) = (pos, depth);
+        if let Some(skipped) = &mut self.skipped {
+            skipped.sort_unstable_by_key(|r| r.start);
+        }
+        Ok(value)
+    }
+
     /// Consumes the next value when its text is that of the value already read at `of` (which
     /// this reader accepted there, so it reads the same here); `false`, nothing consumed,
     /// otherwise. Strings and containers end themselves; a scalar must end where `of` ended.

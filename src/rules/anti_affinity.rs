@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Action, Finding, Input, ObjectKind, Request, Rule, RuleId, RuleMeta, Verdict};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::model::PodSpec;
 use crate::k8s::semantic::SemEq;
 use crate::k8s::validation::{is_qualified_name, validate_label_name};
 use crate::k8s::workload::PodTemplate;
@@ -91,6 +92,11 @@ impl Rule for HardAntiAffinityRule {
             && r.phase == super::Phase::Validate
             && r.operation.writes()
             && matches!(r.kind, ObjectKind::Template(_))
+    }
+
+    /// The terms and the request's namespace decide, not the pod's own labels.
+    fn reads_metadata(_: &HardAntiAffinity, _: Request, _: Option<&PodSpec>, _: &PodSpec) -> bool {
+        false
     }
 
     fn evaluate(s: &HardAntiAffinity, input: &Input, verdict: &mut Verdict) {
@@ -280,6 +286,24 @@ pub fn check(
         out.push(flag(term, i, &base, scope, action, namespace, &allowed));
     }
     out
+}
+
+/// What kube-apiserver refuses in `object`'s required anti-affinity terms: a topologyKey that
+/// is no label key (what [`check`] denies in any namespace, exempt or not).
+pub fn refused_keys(object: &PodTemplate) -> Vec<FieldError> {
+    let base = object.spec_path().children(&[
+        "affinity",
+        "podAntiAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    ]);
+    object
+        .spec
+        .required_pod_anti_affinity()
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !is_qualified_name(&t.topology_key))
+        .flat_map(|(i, t)| invalid_key(t, &base.index(i).child("topologyKey")))
+        .collect()
 }
 
 const INVALID_KEY_HINT: &str = "a topologyKey is a node label key, such as kubernetes.io/hostname or topology.kubernetes.io/zone";

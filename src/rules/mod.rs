@@ -25,6 +25,7 @@ pub use config::RuleSet;
 pub use verdict::{Action, AddOp, Finding, Note, Outcome, Patch, Verdict, Voice};
 
 use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::model::PodSpec;
 use crate::k8s::workload::{Kind, PodTemplate};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +144,8 @@ pub struct Input<'a> {
     pub namespace: &'a str,
     /// Empty on the admission path when no rule that applies reads it ([`Rule::reads_user`]).
     pub user: User<'a>,
+    /// On the admission path a Pod UPDATE's new metadata is empty when no rule that applies
+    /// reads it ([`Rule::reads_metadata`]).
     pub object: Subject<'a>,
     /// On UPDATE, the stored object (of the same kind). Rules may compare only its kind and
     /// its pod spec's scheduling fields: the admission path's single pass reads only those of a
@@ -234,6 +237,18 @@ pub trait Rule {
     fn reads_user(_settings: &Self::Settings, _request: Request) -> bool {
         false
     }
+    /// Whether, applying to such a request for a Pod UPDATE whose old and new pod specs are
+    /// these, it reads the new pod's metadata (labels, annotations, owner references). When no
+    /// rule does, the admission path passes it over: most pod updates change no directive a
+    /// rule judges, and the metadata is a third of the new pod.
+    fn reads_metadata(
+        _settings: &Self::Settings,
+        _request: Request,
+        _old: Option<&PodSpec>,
+        _new: &PodSpec,
+    ) -> bool {
+        true
+    }
     /// Judges one request that it applies to, adding to the verdict.
     fn evaluate(settings: &Self::Settings, input: &Input, verdict: &mut Verdict);
     /// What the types of the settings cannot express; `path` is the section's.
@@ -274,6 +289,17 @@ macro_rules! registry {
         pub fn reads_tolerations(spec: &RuleSpec, request: Request) -> bool {
             $((<$rule as Rule>::applies(&spec.$field, request)
                 && <$rule as Rule>::reads_tolerations(&spec.$field, request)) ||)* false
+        }
+
+        /// Whether a rule that applies to such a Pod UPDATE reads the new pod's metadata.
+        pub fn reads_metadata(
+            spec: &RuleSpec,
+            request: Request,
+            old: Option<&PodSpec>,
+            new: &PodSpec,
+        ) -> bool {
+            $((<$rule as Rule>::applies(&spec.$field, request)
+                && <$rule as Rule>::reads_metadata(&spec.$field, request, old, new)) ||)* false
         }
 
         /// Whether a rule that applies to such a request reads who sent it.
@@ -408,6 +434,53 @@ mod tests {
             assert_eq!(
                 reads_tolerations(&policed, r),
                 gated || placed || judged,
+                "{r:?}"
+            );
+        }
+    }
+
+    /// A Pod UPDATE's new metadata is read by spread validation of changed constraints, by the
+    /// cluster-aware feasibility check and by node-selection policies; the gated-pod rule and
+    /// hard anti-affinity never read it.
+    #[test]
+    fn only_rules_that_read_a_pods_labels_read_its_metadata() {
+        let spec = RuleSpec::default();
+        let mut policed = RuleSpec::default();
+        policed.node_selection.policies =
+            vec![
+                serde_json::from_value(serde_json::json!({"name": "all", "namespaces": ["*"]}))
+                    .unwrap(),
+            ];
+        let plain = PodSpec::default();
+        let spread: PodSpec = serde_json::from_value(serde_json::json!({
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}}]}))
+        .unwrap();
+        for (r, kind) in template_requests() {
+            if r.operation != Operation::Update || kind != Kind::Pod {
+                continue;
+            }
+            let validated = r.phase == Phase::Validate;
+            let placed = r.cluster_aware && validated;
+            assert_eq!(
+                reads_metadata(&spec, r, Some(&plain), &plain),
+                placed,
+                "{r:?}"
+            );
+            assert_eq!(
+                reads_metadata(&spec, r, Some(&spread), &spread),
+                placed,
+                "{r:?}"
+            );
+            assert_eq!(
+                reads_metadata(&spec, r, Some(&plain), &spread),
+                validated,
+                "{r:?}"
+            );
+            assert_eq!(reads_metadata(&spec, r, None, &plain), validated, "{r:?}");
+            assert_eq!(
+                reads_metadata(&policed, r, Some(&plain), &plain),
+                validated,
                 "{r:?}"
             );
         }

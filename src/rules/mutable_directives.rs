@@ -70,6 +70,11 @@ impl Rule for MutableDirectivesRule {
         !s.allowed_users.is_empty()
     }
 
+    /// It compares the two pod specs alone.
+    fn reads_metadata(_: &MutableDirectives, _: Request, _: Option<&PodSpec>, _: &PodSpec) -> bool {
+        false
+    }
+
     fn evaluate(s: &MutableDirectives, input: &Input, verdict: &mut Verdict) {
         let Some((new, Some(old))) = input.templates() else {
             return;

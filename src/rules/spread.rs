@@ -17,7 +17,7 @@ use super::{
 use crate::core::labels::selector_matches;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::json_text;
-use crate::k8s::model::selector_has_no_requirements;
+use crate::k8s::model::{selector_has_no_requirements, PodSpec};
 use crate::k8s::validation::{keys_in_selector, validate_label_name, validate_label_selector};
 use crate::k8s::workload::{Kind, PodTemplate, POD_TEMPLATE_HASH};
 
@@ -160,6 +160,17 @@ impl Rule for TopologySpreadRule {
         }
     }
 
+    /// Validation reads the pod's labels only for constraints the update changed.
+    fn reads_metadata(
+        _: &TopologySpread,
+        r: Request,
+        old: Option<&PodSpec>,
+        new: &PodSpec,
+    ) -> bool {
+        r.phase == Phase::Mutate
+            || old.is_none_or(|o| o.spread_constraints() != new.spread_constraints())
+    }
+
     fn evaluate(s: &TopologySpread, input: &Input, verdict: &mut Verdict) {
         let Some((object, old)) = input.templates() else {
             return;
@@ -226,19 +237,13 @@ fn validate(
     let path = object.spec_path().child("topologySpreadConstraints");
     // The labels each pod will carry, for the merge and for the warnings: read once.
     let carried = object.carried_labels();
-    // A Pod written in a manifest is merged as the apiserver will merge it; a Pod under
-    // review already was, and templates never are (their pods are: see below). A Pod read
-    // from the API server (a file with a uid) whose selectors lack what the merge appends was
-    // not stored so: one restored from a dump under another name is merged again at create.
-    let merge = (object.kind == Kind::Pod && (as_written || !merged_as_stored(object, &carried)))
-        .then_some(&carried);
     let finding = |action, error| Finding {
         rule: VALIDATE_ID,
         action,
         error,
         hint: None,
     };
-    for e in validate_constraints(object.spec.spread_constraints(), &path, merge) {
+    for e in refused_with(object, &carried, as_written) {
         verdict.findings.push(finding(s.action, e));
     }
     if object.kind != Kind::Pod {
@@ -506,6 +511,33 @@ fn validate_match_label_keys(
     });
     errs.extend(keys_in_selector(keys, sel, merged, path));
     errs
+}
+
+/// What kube-apiserver refuses in `object`'s topology spread constraints, in its words;
+/// `as_written`: a Pod as a manifest holds it, not yet merged ([`Context::as_written`]).
+///
+/// [`Context::as_written`]: crate::rules::Context::as_written
+pub fn refused(object: &PodTemplate, as_written: bool) -> Vec<FieldError> {
+    if object.spec.spread_constraints().is_empty() {
+        return Vec::new();
+    }
+    refused_with(object, &object.carried_labels(), as_written)
+}
+
+/// [`refused`] with the labels its pods carry.
+fn refused_with(
+    object: &PodTemplate,
+    carried: &BTreeMap<String, String>,
+    as_written: bool,
+) -> Vec<FieldError> {
+    let path = object.spec_path().child("topologySpreadConstraints");
+    // A Pod written in a manifest is merged as the apiserver will merge it; a Pod under
+    // review already was, and templates never are (their pods are). A Pod read from the API
+    // server (a file with a uid) whose selectors lack what the merge appends was not stored
+    // so: one restored from a dump under another name is merged again at create.
+    let merge = (object.kind == Kind::Pod && (as_written || !merged_as_stored(object, carried)))
+        .then_some(carried);
+    validate_constraints(object.spec.spread_constraints(), &path, merge)
 }
 
 /// Whether each spread constraint's selector holds the `key In [value]` expression the

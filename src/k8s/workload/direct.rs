@@ -48,7 +48,9 @@ impl Seen {
 pub struct Part {
     /// The object's and the template's metadata, a workload's selector, a Job's
     /// `manualSelector` and `suspend` (a CronJob's Jobs', and their queue label): not compared of an
-    /// UPDATE's old object (skipping them spares a gated pod UPDATE a sixth of its reading).
+    /// UPDATE's old object (skipping them spares a gated pod UPDATE a sixth of its reading). A
+    /// Pod UPDATE's new object is read without it too, its metadata read afterwards
+    /// ([`pod_metadata`]) only when a rule asks ([`crate::rules::reads_metadata`]).
     pub identity: bool,
     /// Containers, init containers, overhead, pod-level resources, runtimeClassName and
     /// hostNetwork (which gives
@@ -96,6 +98,21 @@ pub struct Noted<'de> {
     spec: Vec<(&'de str, Range<usize>)>,
     /// What of the new object was read (what was not cannot be taken from it).
     part: Option<Part>,
+}
+
+impl Noted<'_> {
+    /// Where the new object's top-level `key` lies, when it is a non-empty container.
+    pub fn top_value(&self, key: &str) -> Option<Range<usize>> {
+        self.top
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| r.clone())
+    }
+}
+
+/// A Pod's metadata, read whole: what [`Part::identity`] reads, for metadata passed over first.
+pub fn pod_metadata(de: &mut Deserializer) -> Result<ObjectMeta, Error> {
+    object_meta(de, Part::WHOLE)
 }
 
 /// kube-apiserver sends an UPDATE's old object after the new one, and an update changes few
