@@ -4,8 +4,8 @@
 //!
 //! And the on-demand reader against serde_json reading the whole body (the reference): where the
 //! reference answers, the answer is the same; where only the on-demand reader answers (it checks
-//! skipped values for structure alone), the body with every skipped value replaced by `null` gets
-//! the same answer from the reference; a refused body gets the reference's reason.
+//! skipped values for structure alone), the body with every skipped value blanked (`{}`, `[]` or
+//! `null`) gets the same answer from the reference; a refused body gets the reference's reason.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1096,7 +1096,8 @@ mod readers_agree {
     /// A pod UPDATE's new metadata is read only when a rule that applies reads it: not for
     /// the gated-pod rule's comparison nor for constraints the update left as they were, but
     /// for spread constraints it changed (whose selectors are checked against the pod's labels)
-    /// and wherever a node-selection policy applies.
+    /// and wherever a rule that keeps `Rule::reads_metadata`'s default applies (a
+    /// node-selection policy).
     #[test]
     fn a_pod_updates_metadata_is_read_only_when_a_rule_reads_it() {
         let text = String::from_utf8(gated_update()).unwrap();

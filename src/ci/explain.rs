@@ -146,22 +146,26 @@ pub fn pod_from(
 }
 
 /// What kube-apiserver refuses in the scheduling directives of `v` (an object of `kind` as a
-/// file holds it), in its words: what `check` reports of them (`ValidatePodSpec`'s nodeSelector,
-/// affinity, tolerations and schedulingGates, topology spread constraints, a required
-/// anti-affinity term's topologyKey). A Pod from the API server has its selectors merged already.
-fn refused_placement(kind: Kind, v: &Value) -> Vec<String> {
+/// file holds it), in its words, with the checks behind `check`'s (`ValidatePodSpec`'s
+/// nodeSelector, affinity, tolerations and schedulingGates, topology spread constraints, a
+/// required anti-affinity term's topologyKey); a Pod from the API server has its selectors
+/// merged already. Then what it refuses in every pod of a workload's template it accepts.
+fn refused_placement(kind: Kind, v: &Value) -> (Vec<String>, Vec<String>) {
     use crate::k8s::validation::validate_scheduling;
     use crate::rules::{anti_affinity, spread};
     // One that cannot be read is refused by `pod_from`, in the decoder's words.
     let Ok(t) = workload::parse_value(kind, v) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let stored = crate::k8s::manifest::from_api_server(v);
     let labels = (kind == Kind::Pod && !stored).then(|| t.carried_labels());
     let mut errors = validate_scheduling(&t.spec, &t.spec_path(), labels.as_ref());
     errors.extend(spread::refused(&t, !stored));
     errors.extend(anti_affinity::refused_keys(&t));
-    errors.iter().map(ToString::to_string).collect()
+    let lines = |errors: Vec<crate::k8s::fieldpath::FieldError>| {
+        errors.iter().map(ToString::to_string).collect()
+    };
+    (lines(errors), lines(spread::template_pods_refused(&t)))
 }
 
 /// What the filters did not weigh for an object of `kind` (`v` as the API server or a file
@@ -203,16 +207,23 @@ pub fn caveats(kind: Kind, v: &Value, from_file: bool) -> Vec<String> {
             kind.pod_spec_path().child("schedulerName")
         ));
     }
-    let refused = if from_file {
+    let (refused, pods_refused) = if from_file {
         refused_placement(kind, v)
     } else {
-        Vec::new()
+        Default::default()
     };
     if !refused.is_empty() {
         out.push(format!(
             "the API server refuses this {} as written, so no scheduler ever sees it: {}",
             kind.display(),
             refused.join("; ")
+        ));
+    }
+    if !pods_refused.is_empty() {
+        out.push(format!(
+            "the API server accepts this {} but refuses every pod of its template, so no scheduler ever sees one: {}",
+            kind.display(),
+            pods_refused.join("; ")
         ));
     }
     let mut unmodelled = Vec::new();
@@ -1041,6 +1052,16 @@ mod caveat_tests {
                 ],
             ),
             (
+                "a template the apiserver accepts and whose every pod it refuses",
+                Kind::Deployment,
+                json!({"spec": {"template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                    "topologySpreadConstraints": [
+                        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+                         "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+                         "matchLabelKeys": ["app"]}]}}}}),
+                vec!["the API server accepts this Deployment but refuses every pod of its template, so no scheduler ever sees one: spec.template.spec.topologySpreadConstraints[0].matchLabelKeys[0]: Invalid value: \"app\": exists in both matchLabelKeys and labelSelector: the apiserver accepts the template, but merges the key into each pod's selector and then refuses every pod (remove it from matchLabelKeys or from the selector)"],
+            ),
+            (
                 "a Pod read from the API server was merged when it was stored",
                 Kind::Pod,
                 json!({"metadata": {"uid": "u", "labels": {"app": "web"}}, "spec": {
@@ -1054,7 +1075,7 @@ mod caveat_tests {
         for (name, kind, v, want) in cases {
             assert_eq!(caveats(kind, &v, true), want, "{name}");
             // A live object passed kube-apiserver's validation: only a file's is judged.
-            let refused = |c: &String| c.starts_with("the API server refuses");
+            let refused = |c: &String| c.starts_with("the API server");
             assert!(!caveats(kind, &v, false).iter().any(refused), "{name}");
         }
     }

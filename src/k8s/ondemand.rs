@@ -408,8 +408,11 @@ impl<'de> Deserializer<'de> {
     }
 
     /// Reads with `read` the value at `at`, one this reader skipped earlier (so checked for
-    /// structure), and comes back to where it was. With [`Deserializer::record_skips`], the
-    /// values `read` skips inside it take the place of the whole.
+    /// structure), and comes back to where it was (an error ends the whole read). It is read at
+    /// the current depth, not the one it was skipped at: fine for values whose read parts nest
+    /// a few levels (a pod's metadata), not for arbitrary ones. With
+    /// [`Deserializer::record_skips`], the values `read` skips inside it take the place of the
+    /// whole.
     pub fn reread<T>(
         &mut self,
         at: Range<usize>,

@@ -439,9 +439,9 @@ mod tests {
         }
     }
 
-    /// A Pod UPDATE's new metadata is read by spread validation of changed constraints, by the
-    /// cluster-aware feasibility check and by node-selection policies; the gated-pod rule and
-    /// hard anti-affinity never read it.
+    /// A Pod UPDATE's new metadata is read for spread validation of changed constraints and
+    /// wherever a rule that keeps the default applies (the cluster-aware feasibility check,
+    /// node-selection policies); the gated-pod rule and hard anti-affinity never read it.
     #[test]
     fn only_rules_that_read_a_pods_labels_read_its_metadata() {
         let spec = RuleSpec::default();

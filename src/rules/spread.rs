@@ -160,7 +160,8 @@ impl Rule for TopologySpreadRule {
         }
     }
 
-    /// Validation reads the pod's labels only for constraints the update changed.
+    /// Validation reads the pod's labels only for constraints the update changed. (Defaults,
+    /// which would read them, are added to no Pod UPDATE: see `applies`.)
     fn reads_metadata(
         _: &TopologySpread,
         r: Request,
@@ -522,6 +523,17 @@ pub fn refused(object: &PodTemplate, as_written: bool) -> Vec<FieldError> {
         return Vec::new();
     }
     refused_with(object, &object.carried_labels(), as_written)
+}
+
+/// What kube-apiserver refuses in every pod of a workload's template, which it accepts: a
+/// `matchLabelKeys` key that the merge into each pod's selector makes a duplicate. Nothing for
+/// a Pod, which [`refused`] judges as merged.
+pub fn template_pods_refused(object: &PodTemplate) -> Vec<FieldError> {
+    if object.kind == Kind::Pod || object.spec.spread_constraints().is_empty() {
+        return Vec::new();
+    }
+    let path = object.spec_path().child("topologySpreadConstraints");
+    pods_refused(object, &path, &object.carried_labels())
 }
 
 /// [`refused`] with the labels its pods carry.
