@@ -411,18 +411,24 @@ mod tests {
         }
     }
 
-    /// Tolerations are read where the gated-pod rule compares them (pod UPDATE), where the
-    /// cluster-aware feasibility check places pods, and wherever a node-selection policy
-    /// applies; nowhere else.
-    #[test]
-    fn only_rules_that_compare_or_place_tolerations_read_them() {
-        let spec = RuleSpec::default();
+    /// The built-in rules and a node-selection policy for every namespace.
+    fn policed() -> RuleSpec {
         let mut policed = RuleSpec::default();
         policed.node_selection.policies =
             vec![
                 serde_json::from_value(serde_json::json!({"name": "all", "namespaces": ["*"]}))
                     .unwrap(),
             ];
+        policed
+    }
+
+    /// Tolerations are read where the gated-pod rule compares them (pod UPDATE), where the
+    /// cluster-aware feasibility check places pods, and wherever a node-selection policy
+    /// applies; nowhere else.
+    #[test]
+    fn only_rules_that_compare_or_place_tolerations_read_them() {
+        let spec = RuleSpec::default();
+        let policed = policed();
         for (r, kind) in template_requests() {
             let gated = r.operation == Operation::Update && kind == Kind::Pod;
             let placed = r.cluster_aware
@@ -445,12 +451,7 @@ mod tests {
     #[test]
     fn only_rules_that_read_a_pods_labels_read_its_metadata() {
         let spec = RuleSpec::default();
-        let mut policed = RuleSpec::default();
-        policed.node_selection.policies =
-            vec![
-                serde_json::from_value(serde_json::json!({"name": "all", "namespaces": ["*"]}))
-                    .unwrap(),
-            ];
+        let policed = policed();
         let plain = PodSpec::default();
         let spread: PodSpec = serde_json::from_value(serde_json::json!({
             "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
