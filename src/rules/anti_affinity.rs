@@ -240,11 +240,7 @@ pub fn check(
     let old_terms = old
         .map(|o| o.spec.required_pod_anti_affinity())
         .unwrap_or(&[]);
-    let base = object.spec_path().children(&[
-        "affinity",
-        "podAntiAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution",
-    ]);
+    let base = required_terms_path(object);
     let allowed = cfg.allowed_topology_keys.join(", ");
     let mut out = Vec::new();
     for (i, term) in terms.iter().enumerate() {
@@ -288,14 +284,19 @@ pub fn check(
     out
 }
 
-/// What kube-apiserver refuses in `object`'s required anti-affinity terms: a topologyKey that
-/// is no label key (what [`check`] denies in any namespace, exempt or not).
-pub fn refused_keys(object: &PodTemplate) -> Vec<FieldError> {
-    let base = object.spec_path().children(&[
+/// Where `object`'s required anti-affinity terms are.
+fn required_terms_path(object: &PodTemplate) -> FieldPath {
+    object.spec_path().children(&[
         "affinity",
         "podAntiAffinity",
         "requiredDuringSchedulingIgnoredDuringExecution",
-    ]);
+    ])
+}
+
+/// What kube-apiserver refuses in `object`'s required anti-affinity terms: a topologyKey that
+/// is no label key (what [`check`] denies in any namespace, exempt or not).
+pub fn refused_keys(object: &PodTemplate) -> Vec<FieldError> {
+    let base = required_terms_path(object);
     object
         .spec
         .required_pod_anti_affinity()
