@@ -1144,6 +1144,70 @@ mod readers_agree {
         assert_eq!(fast, reference);
     }
 
+    /// A Pod UPDATE's tolerations, which the gated-pod rule only compares, are passed over in
+    /// both pods where their text is the same (damaged alike, they are answered as the reference
+    /// answers them blanked) and read in both where the update changed them: a removed
+    /// toleration is refused, and damaged ones are refused by both readers alike.
+    #[test]
+    fn a_pod_updates_tolerations_are_read_only_where_they_changed() {
+        let text = String::from_utf8(gated_update()).unwrap();
+        let (new, old) = text.split_once("\"oldObject\"").unwrap();
+        let join = |new: &str, old: &str| format!("{new}\"oldObject\"{old}");
+        let starts = |body: &str| -> Vec<usize> {
+            body.match_indices("\"tolerations\": ")
+                .map(|(i, k)| i + k.len())
+                .collect()
+        };
+        let skipped = |body: &str| {
+            skipped_values(body.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap()
+        };
+        let passed_over = |body: &str| -> Vec<bool> {
+            let skipped = skipped(body);
+            starts(body)
+                .into_iter()
+                .map(|at| skipped.iter().any(|r| r.start == at))
+                .collect()
+        };
+        assert_eq!(passed_over(&text), [true, true], "{text}");
+        assert_eq!(agree(text.as_bytes())[0], CASES);
+        let damage = |pod: &str| pod.replacen("\"tolerations\": [", "\"tolerations\": [5, ", 1);
+        let damaged = join(&damage(new), &damage(old));
+        assert_ne!(damaged, text);
+        assert_eq!(agree(damaged.as_bytes()), [0, 0, CASES], "{damaged}");
+        // The old pod had one more toleration: read in both, and refused.
+        let extra = r#""tolerations": [{"key": "gpu", "operator": "Exists"}, "#;
+        let removed = join(new, &old.replacen("\"tolerations\": [", extra, 1));
+        assert_eq!(passed_over(&removed), [false, false], "{removed}");
+        assert_eq!(agree(removed.as_bytes())[0], CASES, "{removed}");
+        let r = review(removed.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap();
+        let body = String::from_utf8(r.body).unwrap();
+        assert!(!r.allowed, "{body}");
+        assert!(body.contains("spec.tolerations"), "{body}");
+        // Added in the new pod: read in both, and allowed.
+        let added = join(&new.replacen("\"tolerations\": [", extra, 1), old);
+        assert_eq!(passed_over(&added), [false, false], "{added}");
+        assert_eq!(agree(added.as_bytes())[0], CASES, "{added}");
+        assert!(
+            review(added.as_bytes(), Endpoint::Validate, &RuleSet::default())
+                .unwrap()
+                .allowed
+        );
+        // Changed and damaged in the new pod: read again after the old one, and refused alike.
+        let damaged = join(&damage(new), old);
+        assert_eq!(agree(damaged.as_bytes()), [0, CASES, 0], "{damaged}");
+        // With a node-selection policy, which judges the new pod's, read where unchanged too.
+        let rules = RuleSet::from_yaml(
+            "rules.yaml",
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - {name: all, namespaces: ['*'], allowedTolerations: []}\n",
+        )
+        .unwrap();
+        let damaged = join(&damage(new), &damage(old));
+        let fast = review(damaged.as_bytes(), Endpoint::Validate, &rules).unwrap_err();
+        let reference =
+            review_reference(damaged.as_bytes(), Endpoint::Validate, &rules).unwrap_err();
+        assert_eq!(fast, reference);
+    }
+
     /// A pod's tolerations are read only when a rule that applies compares or places them:
     /// damaged in a pod CREATE, the defaults answer as the reference answers them blanked, and
     /// with a node-selection policy (which judges tolerations) both readers refuse them alike.

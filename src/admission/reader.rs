@@ -219,6 +219,14 @@ fn user_needed(
         .is_none_or(|(request, rules)| request.is_some_and(|r| rules::reads_user(&rules.spec, r)))
 }
 
+/// Whether a rule that applies to the request reads a Pod UPDATE's tolerations where the
+/// update left them as they were (yes when the fields read so far cannot tell).
+fn unchanged_tolerations_read(read: Read<'_>, f: &Fields<()>) -> bool {
+    known(read, &f.kind, &f.op, &f.sub_resource).is_none_or(|(request, rules)| {
+        request.is_some_and(|r| rules::reads_unchanged_tolerations(&rules.spec, r))
+    })
+}
+
 /// What an object met now is for, when the fields read so far can tell; `None` when it must be
 /// kept raw and decided later.
 fn decide(
@@ -646,6 +654,8 @@ fn direct_request<'de>(
     let mut noted = workload::Noted::default();
     // A Pod UPDATE's new metadata, passed over until the old object says whether a rule reads it.
     let mut metadata_deferred = false;
+    // Its tolerations, passed over until the old object says whether they changed.
+    let mut tolerations_deferred = false;
     let skip = |slot: &mut Option<()>, de: &mut ondemand::Deserializer| {
         first(slot)?;
         *slot = Some(());
@@ -705,18 +715,30 @@ fn direct_request<'de>(
             }
             "object" | "oldObject" => {
                 let old = key == "oldObject";
-                let decided = decide(read, &f.kind, &f.op, &f.sub_resource, old);
-                let mut echo = match (&f.object, old) {
-                    (None, false)
-                        if f.op == Some(KubeOperation::Update) && f.old_object.is_none() =>
-                    {
-                        workload::Echo::Note(&mut noted)
+                let mut decided = decide(read, &f.kind, &f.op, &f.sub_resource, old);
+                let noting = !old
+                    && f.object.is_none()
+                    && f.op == Some(KubeOperation::Update)
+                    && f.old_object.is_none();
+                // A Pod UPDATE's new object, its extents noted: what rules read only in part
+                // is passed over, to be read afterwards as the old object tells.
+                if let (true, Some(Use::Template(Kind::Pod, part))) = (noting, &mut decided) {
+                    metadata_deferred = part.identity;
+                    part.identity = false;
+                    if part.tolerations && !unchanged_tolerations_read(read, &f) {
+                        part.tolerations = false;
+                        noted.pass_over_tolerations();
+                        tolerations_deferred = true;
                     }
+                }
+                let mut echo = match (&f.object, old) {
+                    _ if noting => workload::Echo::Note(&mut noted),
                     (Some(Slot::Read(new)), true) => workload::Echo::Reuse {
                         noted: &noted,
                         new,
                         top: 0,
                         spec: 0,
+                        tolerations_taken: false,
                     },
                     _ => workload::Echo::Off,
                 };
@@ -725,12 +747,7 @@ fn direct_request<'de>(
                     Slot::Absent
                 } else {
                     match decided {
-                        Some(Use::Template(k, mut part)) => {
-                            // Only where its extent is noted, to be read afterwards.
-                            if k == Kind::Pod && matches!(echo, workload::Echo::Note(_)) {
-                                metadata_deferred = part.identity;
-                                part.identity = false;
-                            }
+                        Some(Use::Template(k, part)) => {
                             let mut t = Box::new(PodTemplate::empty(k));
                             workload::read_direct(k, part, de, &mut echo, &mut t)?;
                             Slot::Read(t)
@@ -744,6 +761,13 @@ fn direct_request<'de>(
                         }
                     }
                 });
+                if let workload::Echo::Reuse {
+                    tolerations_taken: true,
+                    ..
+                } = echo
+                {
+                    tolerations_deferred = false;
+                }
                 if old {
                     f.old_object = value;
                 } else {
@@ -756,6 +780,11 @@ fn direct_request<'de>(
         }
         Ok(())
     })?;
+    if let (true, Some(Slot::Read(new))) = (tolerations_deferred, &mut f.object) {
+        if let Some(at) = noted.spec_value("tolerations") {
+            new.spec.tolerations = de.reread(at, workload::pod_tolerations)?;
+        }
+    }
     if let (true, Some(Slot::Read(new))) = (metadata_deferred, &mut f.object) {
         let old = match &f.old_object {
             Some(Slot::Read(o)) => Some(&o.spec),

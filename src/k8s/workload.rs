@@ -14,7 +14,7 @@ use crate::k8s::model::{ObjectMeta, PodSpec};
 
 mod direct;
 
-pub use direct::{pod_metadata, Echo, Noted, Part};
+pub use direct::{pod_metadata, pod_tolerations, Echo, Noted, Part};
 
 /// The kinds whose pod spec the rules look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

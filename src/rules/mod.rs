@@ -145,7 +145,9 @@ pub struct Input<'a> {
     /// Empty on the admission path when no rule that applies reads it ([`Rule::reads_user`]).
     pub user: User<'a>,
     /// On the admission path a Pod UPDATE's new metadata is empty when no rule that applies
-    /// reads it ([`Rule::reads_metadata`]).
+    /// reads it ([`Rule::reads_metadata`]), and its tolerations, in both pods, when they are
+    /// the same text in both and no rule that applies reads unchanged ones
+    /// ([`Rule::reads_unchanged_tolerations`]).
     pub object: Subject<'a>,
     /// On UPDATE, the stored object (of the same kind). Rules may compare only its kind and
     /// its pod spec's scheduling fields: the admission path's single pass reads only those of a
@@ -232,6 +234,13 @@ pub trait Rule {
     fn reads_tolerations(_settings: &Self::Settings, _request: Request) -> bool {
         false
     }
+    /// Whether, reading them on such a Pod UPDATE, it reads tolerations the update left as
+    /// they were. A rule that only compares the old pod's with the new pod's does not: when no
+    /// rule does, the admission path passes over both where their text is the same (every pod
+    /// carries the two DefaultTolerationSeconds adds, an eighth of a gated pod UPDATE's review).
+    fn reads_unchanged_tolerations(settings: &Self::Settings, request: Request) -> bool {
+        Self::reads_tolerations(settings, request)
+    }
     /// Whether, applying to such a request, it reads who sent it (`userInfo`). When no rule
     /// does, the admission path passes it over and [`Input::user`] is empty.
     fn reads_user(_settings: &Self::Settings, _request: Request) -> bool {
@@ -289,6 +298,13 @@ macro_rules! registry {
         pub fn reads_tolerations(spec: &RuleSpec, request: Request) -> bool {
             $((<$rule as Rule>::applies(&spec.$field, request)
                 && <$rule as Rule>::reads_tolerations(&spec.$field, request)) ||)* false
+        }
+
+        /// Whether a rule that applies to such a Pod UPDATE reads tolerations it left as they
+        /// were.
+        pub fn reads_unchanged_tolerations(spec: &RuleSpec, request: Request) -> bool {
+            $((<$rule as Rule>::applies(&spec.$field, request)
+                && <$rule as Rule>::reads_unchanged_tolerations(&spec.$field, request)) ||)* false
         }
 
         /// Whether a rule that applies to such a Pod UPDATE reads the new pod's metadata.
@@ -424,7 +440,8 @@ mod tests {
 
     /// Tolerations are read where the gated-pod rule compares them (pod UPDATE), where the
     /// cluster-aware feasibility check places pods, and wherever a node-selection policy
-    /// applies; nowhere else.
+    /// applies; nowhere else. Where they are the same in both pods of an UPDATE, only the
+    /// rules that place or judge them read them.
     #[test]
     fn only_rules_that_compare_or_place_tolerations_read_them() {
         let spec = RuleSpec::default();
@@ -440,6 +457,13 @@ mod tests {
             assert_eq!(
                 reads_tolerations(&policed, r),
                 gated || placed || judged,
+                "{r:?}"
+            );
+            // The gated-pod rule only compares them: unchanged, they need no reading.
+            assert_eq!(reads_unchanged_tolerations(&spec, r), placed, "{r:?}");
+            assert_eq!(
+                reads_unchanged_tolerations(&policed, r),
+                placed || judged,
                 "{r:?}"
             );
         }

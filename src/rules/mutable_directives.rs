@@ -65,6 +65,11 @@ impl Rule for MutableDirectivesRule {
         true
     }
 
+    /// Unchanged tolerations lose none.
+    fn reads_unchanged_tolerations(_: &MutableDirectives, _: Request) -> bool {
+        false
+    }
+
     /// Only to restrict who may tighten: with no `allowedUsers`, anyone may.
     fn reads_user(s: &MutableDirectives, _: Request) -> bool {
         !s.allowed_users.is_empty()

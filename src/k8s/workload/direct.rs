@@ -24,6 +24,7 @@ use serde_json::Error;
 use super::{check_kind, defaulted_selector, selector_from, Kind, PodTemplate, KUEUE_QUEUE_LABEL};
 use crate::k8s::model::{kept_annotation, Container, ObjectMeta, PodSpec};
 use crate::k8s::ondemand::Deserializer;
+use k8s_openapi::api::core::v1::Toleration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 /// One bit a field: a second occurrence is an error (serde's `duplicate field` for the derived
@@ -60,7 +61,8 @@ pub struct Part {
     pub resources: bool,
     /// Tolerations: read only for rules that compare or place them
     /// ([`crate::rules::reads_tolerations`]); every pod carries the two DefaultTolerationSeconds
-    /// adds, a tenth of reading a pod.
+    /// adds, a tenth of reading a pod. A Pod UPDATE's new object may be read without them, and
+    /// they are read afterwards only where they changed ([`Noted::pass_over_tolerations`]).
     pub tolerations: bool,
 }
 
@@ -98,6 +100,9 @@ pub struct Noted<'de> {
     spec: Vec<(&'de str, Range<usize>)>,
     /// What of the new object was read (what was not cannot be taken from it).
     part: Option<Part>,
+    /// Its tolerations were passed over, as only their changes are read: the old object's are
+    /// then taken unread where their text is the same, and read (both) where it is not.
+    tolerations_passed_over: bool,
 }
 
 impl Noted<'_> {
@@ -108,6 +113,28 @@ impl Noted<'_> {
             .find(|(k, _)| *k == key)
             .map(|(_, r)| r.clone())
     }
+
+    /// Where the new object's pod spec value for `key` lies.
+    pub fn spec_value(&self, key: &str) -> Option<Range<usize>> {
+        self.spec
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| r.clone())
+    }
+
+    /// The new pod's tolerations are to be passed over (its [`Part`] without them): a rule
+    /// that only compares the two pods' asks for them only where the update changed them
+    /// ([`crate::rules::reads_unchanged_tolerations`]). After the old object, they are read
+    /// with [`pod_tolerations`] unless [`Echo::Reuse`] took the old object's as the same text.
+    pub fn pass_over_tolerations(&mut self) {
+        self.tolerations_passed_over = true;
+    }
+}
+
+/// A pod spec's tolerations, read whole: for tolerations passed over first
+/// ([`Noted::pass_over_tolerations`]).
+pub fn pod_tolerations(de: &mut Deserializer) -> Result<Option<Vec<Toleration>>, Error> {
+    opt_vec(de, api::toleration)
 }
 
 /// A Pod's metadata, read whole: what [`Part::identity`] reads, for metadata passed over first.
@@ -125,12 +152,15 @@ pub enum Echo<'a, 'de> {
     /// Reading the new object: note where its values lie.
     Note(&'a mut Noted<'de>),
     /// Reading the old object: take what is unchanged from the new one. `top` and `spec` are
-    /// where the next key is looked for first (the keys come in the same order).
+    /// where the next key is looked for first (the keys come in the same order);
+    /// `tolerations_taken`: tolerations the new object passed over were the same text here,
+    /// so neither pod's needs reading.
     Reuse {
         noted: &'a Noted<'de>,
         new: &'a PodTemplate,
         top: usize,
         spec: usize,
+        tolerations_taken: bool,
     },
 }
 
@@ -210,6 +240,7 @@ impl<'de> Echo<'_, 'de> {
             noted,
             new,
             spec: at,
+            tolerations_taken,
             ..
         } = self
         else {
@@ -219,6 +250,10 @@ impl<'de> Echo<'_, 'de> {
             return Ok(false);
         };
         let take = |f: Option<usize>| {
+            // Passed over in the new object: the same text needs no comparing, so neither is read.
+            if f == Some(3) && noted.tolerations_passed_over {
+                return Some(None);
+            }
             let read = f.filter(|&f| part.reads(f));
             // Taken only when the new object read the field as this one would.
             read.is_none_or(|f| noted.part.is_some_and(|p| p.reads(f)))
@@ -234,6 +269,7 @@ impl<'de> Echo<'_, 'de> {
         if let Some(f) = field {
             seen.first(f)?;
         }
+        *tolerations_taken |= field == Some(3);
         take_field(read, spec, &new.spec);
         let mut last = i;
         while let Some((key, value)) = noted.spec.get(last + 1) {
@@ -247,6 +283,7 @@ impl<'de> Echo<'_, 'de> {
             if let Some(f) = field {
                 seen.first(f)?;
             }
+            *tolerations_taken |= field == Some(3);
             take_field(read, spec, &new.spec);
             last += 1;
         }

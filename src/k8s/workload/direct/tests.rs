@@ -514,6 +514,7 @@ fn try_read_after(
                     new: &new,
                     top: 0,
                     spec: 0,
+                    tolerations_taken: false,
                 };
                 template_echo(kind, Part::SCHEDULING, de, &mut echo)?
             }
