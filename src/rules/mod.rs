@@ -441,7 +441,7 @@ mod tests {
     /// Tolerations are read where the gated-pod rule compares them (pod UPDATE), where the
     /// cluster-aware feasibility check places pods, and wherever a node-selection policy
     /// applies; nowhere else. Where they are the same in both pods of an UPDATE, only the
-    /// rules that place or judge them read them.
+    /// cluster-aware feasibility check, which places the pod, reads them.
     #[test]
     fn only_rules_that_compare_or_place_tolerations_read_them() {
         let spec = RuleSpec::default();
@@ -459,11 +459,12 @@ mod tests {
                 gated || placed || judged,
                 "{r:?}"
             );
-            // The gated-pod rule only compares them: unchanged, they need no reading.
+            // The gated-pod rule compares them, a policy judges those an update adds:
+            // unchanged, they need no reading.
             assert_eq!(reads_unchanged_tolerations(&spec, r), placed, "{r:?}");
             assert_eq!(
                 reads_unchanged_tolerations(&policed, r),
-                placed || judged,
+                placed || (judged && r.operation != Operation::Update),
                 "{r:?}"
             );
         }

@@ -218,6 +218,11 @@ impl Rule for NodeSelectionRule {
         true
     }
 
+    /// On UPDATE, only those the old object lacked.
+    fn reads_unchanged_tolerations(_: &NodeSelection, r: Request) -> bool {
+        r.operation != Operation::Update
+    }
+
     fn evaluate(s: &NodeSelection, input: &Input, verdict: &mut Verdict) {
         let Some((object, old)) = input.templates() else {
             return;

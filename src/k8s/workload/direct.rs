@@ -62,7 +62,8 @@ pub struct Part {
     /// Tolerations: read only for rules that compare or place them
     /// ([`crate::rules::reads_tolerations`]); every pod carries the two DefaultTolerationSeconds
     /// adds, a tenth of reading a pod. A Pod UPDATE's new object may be read without them, and
-    /// they are read afterwards only where they changed ([`Noted::pass_over_tolerations`]).
+    /// they are read afterwards unless the old object's are the same text
+    /// ([`Noted::pass_over_tolerations`]).
     pub tolerations: bool,
 }
 
@@ -153,8 +154,8 @@ pub enum Echo<'a, 'de> {
     Note(&'a mut Noted<'de>),
     /// Reading the old object: take what is unchanged from the new one. `top` and `spec` are
     /// where the next key is looked for first (the keys come in the same order);
-    /// `tolerations_taken`: tolerations the new object passed over were the same text here,
-    /// so neither pod's needs reading.
+    /// `tolerations_taken`: the tolerations were taken from the new object (when it passed them
+    /// over, the same text, so neither pod's needs reading).
     Reuse {
         noted: &'a Noted<'de>,
         new: &'a PodTemplate,
@@ -250,8 +251,10 @@ impl<'de> Echo<'_, 'de> {
             return Ok(false);
         };
         let take = |f: Option<usize>| {
-            // Passed over in the new object: the same text needs no comparing, so neither is read.
-            if f == Some(3) && noted.tolerations_passed_over {
+            // Passed over in the new object: the same text needs no comparing, so neither is
+            // read; nor hostNetwork, read with them only for a DaemonSet's pods.
+            if noted.tolerations_passed_over && (f == Some(3) || (f == Some(10) && !part.resources))
+            {
                 return Some(None);
             }
             let read = f.filter(|&f| part.reads(f));
