@@ -1228,6 +1228,39 @@ mod readers_agree {
         );
     }
 
+    /// What the rules ask of a request is worked out once its kind and operation are read, and
+    /// again when one arrives late: with `userInfo` (which asks it) before them, the objects
+    /// are still read directly, the new pod's unchanged tolerations passed over.
+    #[test]
+    fn the_rules_are_asked_again_when_the_kind_or_operation_comes_late() {
+        let v: serde_json::Value = serde_json::from_slice(&gated_update()).unwrap();
+        let request = &v["request"];
+        for order in [
+            ["uid", "userInfo", "kind", "operation"],
+            ["uid", "kind", "userInfo", "operation"],
+            ["uid", "operation", "userInfo", "kind"],
+        ] {
+            let fields: Vec<String> = order
+                .iter()
+                .chain(&["resource", "namespace", "name", "object", "oldObject"])
+                .map(|k| format!("{k:?}:{}", request[*k]))
+                .collect();
+            let body = format!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{{}}}}}"#,
+                fields.join(",")
+            );
+            let r = review(body.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap();
+            assert!(r.allowed, "{order:?}");
+            let at = body.find("\"tolerations\":").unwrap() + "\"tolerations\":".len();
+            let skipped =
+                skipped_values(body.as_bytes(), Endpoint::Validate, &RuleSet::default()).unwrap();
+            assert!(
+                skipped.iter().any(|r| r.start == at),
+                "{order:?}: {skipped:?}"
+            );
+        }
+    }
+
     /// A pod's tolerations are read only when a rule that applies compares or places them:
     /// damaged in a pod CREATE, the defaults answer as the reference answers them blanked, and
     /// with a node-selection policy (which judges tolerations) both readers refuse them alike.

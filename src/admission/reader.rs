@@ -207,36 +207,33 @@ fn known<'r>(
     ))
 }
 
+/// What [`known`] tells.
+type Known<'r> = Option<(Option<RuleRequest>, &'r RuleSet)>;
+
+/// [`known`] of the hand reader's fields, worked out once: `memo` is emptied when one of the
+/// fields it reads is set (each is set once).
+fn told<'r>(memo: &mut Option<Known<'r>>, read: Read<'r>, f: &Fields<()>) -> Known<'r> {
+    *memo.get_or_insert_with(|| known(read, &f.kind, &f.op, &f.sub_resource))
+}
+
 /// Whether `userInfo` must be read: when the fields read so far cannot tell, or a rule that
 /// applies reads it.
-fn user_needed(
-    read: Read<'_>,
-    kind: &Option<Gvk>,
-    op: &Option<KubeOperation>,
-    sub_resource: &Option<Option<String>>,
-) -> bool {
-    known(read, kind, op, sub_resource)
-        .is_none_or(|(request, rules)| request.is_some_and(|r| rules::reads_user(&rules.spec, r)))
+fn user_needed(known: Known<'_>) -> bool {
+    known.is_none_or(|(request, rules)| request.is_some_and(|r| rules::reads_user(&rules.spec, r)))
 }
 
 /// Whether a rule that applies to the request reads a Pod UPDATE's tolerations where the
 /// update left them as they were (yes when the fields read so far cannot tell).
-fn unchanged_tolerations_read(read: Read<'_>, f: &Fields<()>) -> bool {
-    known(read, &f.kind, &f.op, &f.sub_resource).is_none_or(|(request, rules)| {
+fn unchanged_tolerations_read(known: Known<'_>) -> bool {
+    known.is_none_or(|(request, rules)| {
         request.is_some_and(|r| rules::reads_unchanged_tolerations(&rules.spec, r))
     })
 }
 
 /// What an object met now is for, when the fields read so far can tell; `None` when it must be
 /// kept raw and decided later.
-fn decide(
-    read: Read<'_>,
-    kind: &Option<Gvk>,
-    op: &Option<KubeOperation>,
-    sub_resource: &Option<Option<String>>,
-    old: bool,
-) -> Option<Use> {
-    known(read, kind, op, sub_resource).map(|(request, rules)| use_for(request, old, rules))
+fn decide(known: Known<'_>, old: bool) -> Option<Use> {
+    known.map(|(request, rules)| use_for(request, old, rules))
 }
 
 /// How the objects are read.
@@ -457,7 +454,7 @@ impl<'de> Visitor<'de> for RequestVisitor<'_> {
                     } else {
                         (&mut f.object, "object")
                     };
-                    let decided = decide(self.0, &f.kind, &f.op, &f.sub_resource, old);
+                    let decided = decide(known(self.0, &f.kind, &f.op, &f.sub_resource), old);
                     once_seed(slot, &mut map, field_name, SlotSeed(decided))?;
                 }
                 RequestField::DryRun => once(&mut f.dry_run, &mut map, "dryRun")?,
@@ -656,6 +653,7 @@ fn direct_request<'de>(
     let mut metadata_deferred = false;
     // Its tolerations, passed over until the old object says whether they changed.
     let mut tolerations_deferred = false;
+    let mut memo = None;
     let skip = |slot: &mut Option<()>, de: &mut ondemand::Deserializer| {
         first(slot)?;
         *slot = Some(());
@@ -670,11 +668,13 @@ fn direct_request<'de>(
             "kind" => {
                 first(&f.kind)?;
                 f.kind = Some(gvk(de)?);
+                memo = None;
             }
             "resource" => skip(&mut f.resource, de)?,
             "subResource" => {
                 first(&f.sub_resource)?;
                 f.sub_resource = Some(de.read_opt_string()?);
+                memo = None;
             }
             "requestKind" => skip(&mut f.request_kind, de)?,
             "requestResource" => skip(&mut f.request_resource, de)?,
@@ -696,13 +696,14 @@ fn direct_request<'de>(
                     "CONNECT" => KubeOperation::Connect,
                     _ => return Err(de::Error::custom("unknown operation")),
                 });
+                memo = None;
             }
             "userInfo" => {
                 first(&f.user_info)?;
                 // Passed over when no rule reads it (an object as the view requires, like
                 // any skipped value checked for structure only).
                 f.user_info = Some(
-                    if !user_needed(read, &f.kind, &f.op, &f.sub_resource) && de.at_object() {
+                    if !user_needed(told(&mut memo, read, &f)) && de.at_object() {
                         de.skip_value()?;
                         UserInfo {
                             username: None,
@@ -715,7 +716,7 @@ fn direct_request<'de>(
             }
             "object" | "oldObject" => {
                 let old = key == "oldObject";
-                let mut decided = decide(read, &f.kind, &f.op, &f.sub_resource, old);
+                let mut decided = decide(told(&mut memo, read, &f), old);
                 let noting = !old
                     && f.object.is_none()
                     && f.op == Some(KubeOperation::Update)
@@ -725,7 +726,7 @@ fn direct_request<'de>(
                 if let (true, Some(Use::Template(Kind::Pod, part))) = (noting, &mut decided) {
                     metadata_deferred = part.identity;
                     part.identity = false;
-                    if part.tolerations && !unchanged_tolerations_read(read, &f) {
+                    if part.tolerations && !unchanged_tolerations_read(told(&mut memo, read, &f)) {
                         part.tolerations = false;
                         noted.pass_over_tolerations();
                         tolerations_deferred = true;
@@ -785,15 +786,15 @@ fn direct_request<'de>(
             new.spec.tolerations = de.reread(at, workload::pod_tolerations)?;
         }
     }
+    let told_now = told(&mut memo, read, &f);
     if let (true, Some(Slot::Read(new))) = (metadata_deferred, &mut f.object) {
         let old = match &f.old_object {
             Some(Slot::Read(o)) => Some(&o.spec),
             _ => None,
         };
-        let read_by_a_rule =
-            known(read, &f.kind, &f.op, &f.sub_resource).is_none_or(|(request, rules)| {
-                request.is_some_and(|r| rules::reads_metadata(&rules.spec, r, old, &new.spec))
-            });
+        let read_by_a_rule = told_now.is_none_or(|(request, rules)| {
+            request.is_some_and(|r| rules::reads_metadata(&rules.spec, r, old, &new.spec))
+        });
         // Not noted: absent or empty, as left.
         if let (true, Some(at)) = (read_by_a_rule, noted.top_value("metadata")) {
             new.meta = de.reread(at, workload::pod_metadata)?;
