@@ -109,18 +109,12 @@ pub struct Noted<'de> {
 impl Noted<'_> {
     /// Where the new object's top-level `key` lies, when it is a non-empty container.
     pub fn top_value(&self, key: &str) -> Option<Range<usize>> {
-        self.top
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, r)| r.clone())
+        noted_value(&self.top, &mut 0, key)
     }
 
     /// Where the new object's pod spec value for `key` lies.
     pub fn spec_value(&self, key: &str) -> Option<Range<usize>> {
-        self.spec
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, r)| r.clone())
+        noted_value(&self.spec, &mut 0, key)
     }
 
     /// The new pod's tolerations are to be passed over (its [`Part`] without them): a rule
