@@ -471,8 +471,8 @@ mod tests {
     }
 
     /// A Pod UPDATE's new metadata is read for spread validation of changed constraints and
-    /// wherever a rule that keeps the default applies (the cluster-aware feasibility check,
-    /// node-selection policies); the gated-pod rule and hard anti-affinity never read it.
+    /// wherever a rule that keeps the default applies (the cluster-aware feasibility check);
+    /// the gated-pod rule, hard anti-affinity and node-selection policies never read it.
     #[test]
     fn only_rules_that_read_a_pods_labels_read_its_metadata() {
         let spec = RuleSpec::default();
@@ -506,7 +506,7 @@ mod tests {
             assert_eq!(reads_metadata(&spec, r, None, &plain), validated, "{r:?}");
             assert_eq!(
                 reads_metadata(&policed, r, Some(&plain), &plain),
-                validated,
+                placed,
                 "{r:?}"
             );
         }

@@ -17,6 +17,7 @@ use super::{
 use crate::core::nodeselector::{Operator, Requirement, Source, Term};
 use crate::core::satisfy::{intersect, outside};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
+use crate::k8s::model::PodSpec;
 use crate::k8s::semantic::{map_eq, SemEq};
 use crate::k8s::validation::{validate_term, validate_toleration};
 use crate::k8s::workload::PodTemplate;
@@ -221,6 +222,12 @@ impl Rule for NodeSelectionRule {
     /// On UPDATE, only those the old object lacked.
     fn reads_unchanged_tolerations(_: &NodeSelection, r: Request) -> bool {
         r.operation != Operation::Update
+    }
+
+    /// A pod's selection and tolerations are its spec's; its owner references (which give a
+    /// DaemonSet's pods their tolerations) count at CREATE only.
+    fn reads_metadata(_: &NodeSelection, _: Request, _: Option<&PodSpec>, _: &PodSpec) -> bool {
+        false
     }
 
     fn evaluate(s: &NodeSelection, input: &Input, verdict: &mut Verdict) {
