@@ -24,7 +24,10 @@ BENCH_RATE (default 2000),
 BENCH_SOAK (seconds of the fixed-rate run on /validate used for the memory figure, default 30;
 300 for the 5-minute check),
 BENCH_PGO=1 (measure the profile-guided build of both servers, `make build-pgo`, instead of
-building the plain release).
+building the plain release),
+BENCH_NO_BUILD=1 (measure the release binaries already in target/release, e.g. built with
+`parse_cost` in one `cargo build`, without building them again; the commit they were built
+from is not checked).
 """
 import json, os, shutil, statistics, subprocess, sys, tempfile, time, threading
 
@@ -40,6 +43,7 @@ SOAK = int(os.environ.get("BENCH_SOAK", "30"))
 # The profile-guided build of both servers (`make build-pgo`, target/pgo/HOST/release), each built
 # and trained alike so that the ratio compares like with like.
 PGO = os.environ.get("BENCH_PGO") == "1"
+NO_BUILD = os.environ.get("BENCH_NO_BUILD") == "1"
 WORKERS = "1"
 # Servers on core 1, the load generator on core 0 (no pinning on a single core).
 PINNED = (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
@@ -180,8 +184,9 @@ def main():
             print(f"warning: the profile-guided build is of {built}, the work tree is at {commit()}: run `make build-pgo`")
     else:
         built = None
-        subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "placement-guard", "--example", "noop_server"],
-                       cwd=ROOT, check=True)
+        if not NO_BUILD:
+            subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "placement-guard", "--example", "noop_server"],
+                           cwd=ROOT, check=True)
         rel = os.path.join(ROOT, "target", "release")
     tmp = tempfile.mkdtemp(prefix="pg-bench-")
     server, s_url = start(SERVER_CPU + [os.path.join(rel, "placement-guard"), "serve", "--addr", "127.0.0.1:0", "--workers", WORKERS,
@@ -192,7 +197,7 @@ def main():
     sampler.start()
     try:
         where = "servers on core 1, oha on core 0" if PINNED else "not pinned (fewer than 2 cores or no taskset)"
-        build = f"profile-guided build of {built}" if PGO else "release build"
+        build = f"profile-guided build of {built}" if PGO else ("release build (not rebuilt)" if NO_BUILD else "release build")
         print(f"{build}; machine: {os.cpu_count()} cores; {WORKERS} worker each; {where}; closed loop {RUNS} x {SECONDS}s per case; fixed rate {RATE}/s")
         bodies = [(name, path, body_file(tmp, fixture, wire)) for name, path, fixture, wire in CASES]
         for name, _, body in bodies:

@@ -1096,8 +1096,8 @@ mod readers_agree {
     /// A pod UPDATE's new metadata is read only when a rule that applies reads it: not for
     /// the gated-pod rule's comparison nor for constraints the update left as they were, but
     /// for spread constraints it changed (whose selectors are checked against the pod's labels)
-    /// and wherever a rule that keeps `Rule::reads_metadata`'s default applies (the
-    /// cluster-aware feasibility check); not for a node-selection policy.
+    /// and (the registry's test holds) wherever a rule that keeps `Rule::reads_metadata`'s
+    /// default applies, the cluster-aware feasibility check; not for a node-selection policy.
     #[test]
     fn a_pod_updates_metadata_is_read_only_when_a_rule_reads_it() {
         let text = String::from_utf8(gated_update()).unwrap();
@@ -1146,6 +1146,9 @@ mod readers_agree {
         assert!(body.contains("(policy all)"), "{body}");
         let skipped = skipped_values(damaged.as_bytes(), Endpoint::Validate, &rules).unwrap();
         assert!(skipped.iter().any(|r| r.start == metadata), "{skipped:?}");
+        let blanked = blank_skipped(damaged.as_bytes(), &skipped);
+        let reference = review_reference(&blanked, Endpoint::Validate, &rules).unwrap();
+        assert_eq!(String::from_utf8(reference.body).unwrap(), body);
     }
 
     /// A Pod UPDATE's tolerations, which the gated-pod rule only compares, are passed over in
@@ -1263,6 +1266,21 @@ mod readers_agree {
                 "{order:?}: {skipped:?}"
             );
         }
+        // A subresource read after userInfo: no rule reads the status subresource, so objects
+        // that no view could read are passed over, not refused.
+        let body = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","kind":{},"operation":"UPDATE","userInfo":{},"subResource":"status","resource":{},"object":7,"oldObject":7}}}}"#,
+            request["kind"], request["userInfo"], request["resource"]
+        );
+        let sevens: Vec<_> = body
+            .match_indices(":7")
+            .map(|(i, _)| i + 1..i + 2)
+            .collect();
+        let skipped = skipped_values(body.as_bytes(), Endpoint::Validate, &RuleSet::default());
+        assert!(
+            skipped.is_some_and(|s| sevens.iter().all(|r| s.contains(r))),
+            "{body}"
+        );
     }
 
     /// A pod's tolerations are read only when a rule that applies compares or places them:

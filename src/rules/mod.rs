@@ -509,6 +509,11 @@ mod tests {
                 placed,
                 "{r:?}"
             );
+            assert_eq!(
+                reads_metadata(&policed, r, Some(&plain), &spread),
+                validated,
+                "{r:?}"
+            );
         }
     }
 

@@ -226,8 +226,8 @@ impl Rule for NodeSelectionRule {
 
     /// A pod's selection and tolerations are its spec's; its owner references (which give a
     /// DaemonSet's pods their tolerations) count at CREATE only.
-    fn reads_metadata(_: &NodeSelection, _: Request, _: Option<&PodSpec>, _: &PodSpec) -> bool {
-        false
+    fn reads_metadata(_: &NodeSelection, r: Request, _: Option<&PodSpec>, _: &PodSpec) -> bool {
+        r.operation == Operation::Create
     }
 
     fn evaluate(s: &NodeSelection, input: &Input, verdict: &mut Verdict) {
