@@ -1236,8 +1236,9 @@ mod readers_agree {
     }
 
     /// What the rules ask of a request is worked out once its kind and operation are read, and
-    /// again when one arrives late: with `userInfo` (which asks it) before them, the objects
-    /// are still read directly, the new pod's unchanged tolerations passed over.
+    /// again when one of them or the subresource arrives late: with `userInfo` (which asks it)
+    /// before them, the objects are still read directly, the new pod's unchanged tolerations
+    /// passed over, and a status update's objects passed over unread.
     #[test]
     fn the_rules_are_asked_again_when_the_kind_or_operation_comes_late() {
         let v: serde_json::Value = serde_json::from_slice(&gated_update()).unwrap();
@@ -1281,6 +1282,58 @@ mod readers_agree {
             skipped.is_some_and(|s| sevens.iter().all(|r| s.contains(r))),
             "{body}"
         );
+    }
+
+    /// A field the views skip but type (a pod's containers, tolerations, overhead, resources,
+    /// hostNetwork, runtimeClassName) written as an object or array of another shape is
+    /// refused as the reference refuses it: blanked, it would still be of the wrong type.
+    /// Found by the `review` fuzz target (containers written `{...]` in a pod CREATE).
+    #[test]
+    fn skipped_fields_of_another_shape_are_refused_alike() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata/admission-reviews/pod-create-jsonpatch-spread.mutate.json"
+        ))
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // Compact, the request's fields in the apiserver's order (the kind and operation
+        // before the objects, so that the objects are read directly).
+        let with = |field: &str, value: &str| {
+            let mut request = v["request"].clone();
+            request["object"]["spec"][field] = "PLACEHOLDER".into();
+            let fields: Vec<String> =
+                ["uid", "kind", "resource", "operation", "userInfo", "object"]
+                    .iter()
+                    .map(|k| format!("{k:?}:{}", request[*k]))
+                    .collect();
+            format!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{{}}}}}"#,
+                fields.join(",")
+            )
+            .replacen("\"PLACEHOLDER\"", value, 1)
+        };
+        for (field, value) in [
+            ("containers", "{}"),
+            ("containers", r#"{"x": 1]"#),
+            ("initContainers", r#"{"name": "a"}"#),
+            ("tolerations", "{}"),
+            ("overhead", "[]"),
+            ("resources", r#"[{"limits": {}}]"#),
+            ("hostNetwork", "[true]"),
+            ("runtimeClassName", "{}"),
+        ] {
+            let body = with(field, value);
+            assert_eq!(agree(body.as_bytes()), [0, CASES, 0], "{field}: {value}");
+        }
+        // Of the right shape, or a scalar (which blanks to null), they are still passed over.
+        for (field, value) in [
+            ("containers", "[5]"),
+            ("overhead", r#"{"cpu": []}"#),
+            ("hostNetwork", "5"),
+        ] {
+            let body = with(field, value);
+            assert_eq!(agree(body.as_bytes()), [0, 0, CASES], "{field}: {value}");
+        }
     }
 
     /// A pod's tolerations are read only when a rule that applies compares or places them:

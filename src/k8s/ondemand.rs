@@ -76,6 +76,14 @@ fn ends_scalar(c: u8) -> bool {
     )
 }
 
+/// What a view reads a skipped field as ([`Deserializer::skip_as`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    Object,
+    Array,
+    Scalar,
+}
+
 /// A JSON text read on demand. `&mut Deserializer` is a [`serde::Deserializer`].
 pub struct Deserializer<'de> {
     text: &'de str,
@@ -391,6 +399,20 @@ impl<'de> Deserializer<'de> {
     /// Skips the next value (checked for structure only).
     pub fn skip_value(&mut self) -> Result<(), Error> {
         self.skip()
+    }
+
+    /// Skips the next value where a view types it as `shape`: an object or an array of another
+    /// shape is an error (the reader's caller then hands the body to serde), since blanked it
+    /// would still be what the view cannot read. Scalars and `null` blank to `null`, which every
+    /// optional field reads.
+    pub fn skip_as(&mut self, shape: Shape) -> Result<(), Error> {
+        match (self.peek(), shape) {
+            (Some(b'{'), Shape::Array | Shape::Scalar)
+            | (Some(b'['), Shape::Object | Shape::Scalar) => {
+                Err(self.error("a skipped value of another type than its field's"))
+            }
+            _ => self.skip(),
+        }
     }
 
     /// Whether the next value is a non-empty object or array (the values worth recognizing

@@ -23,7 +23,7 @@ use serde_json::Error;
 
 use super::{check_kind, defaulted_selector, selector_from, Kind, PodTemplate, KUEUE_QUEUE_LABEL};
 use crate::k8s::model::{kept_annotation, Container, ObjectMeta, PodSpec};
-use crate::k8s::ondemand::Deserializer;
+use crate::k8s::ondemand::{Deserializer, Shape};
 use k8s_openapi::api::core::v1::Toleration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -484,7 +484,7 @@ fn workload_spec<'de>(
         "manualSelector" => {
             seen.first(2)?;
             if !part.identity {
-                return de.skip_value();
+                return de.skip_as(Shape::Scalar);
             }
             selection.manual = Option::<bool>::deserialize(&mut *de)? == Some(true);
             Ok(())
@@ -492,7 +492,7 @@ fn workload_spec<'de>(
         "suspend" => {
             seen.first(3)?;
             if !part.identity {
-                return de.skip_value();
+                return de.skip_as(Shape::Scalar);
             }
             selection.suspend = Option::<bool>::deserialize(&mut *de)? == Some(true);
             Ok(())
@@ -500,7 +500,11 @@ fn workload_spec<'de>(
         "selector" => {
             seen.first(0)?;
             if !part.identity {
-                return de.skip_value();
+                // A ReplicationController's is read as any value.
+                if kind == Kind::ReplicationController {
+                    return de.skip_value();
+                }
+                return de.skip_as(Shape::Object);
             }
             if de.read_null() {
                 return Ok(());
@@ -637,7 +641,7 @@ fn pod_spec<'de>(
                 if part.tolerations {
                     spec.tolerations = opt_vec(de, api::toleration)?;
                 } else {
-                    de.skip_value()?;
+                    de.skip_as(Shape::Array)?;
                 }
             }
             "schedulingGates" => {
@@ -653,7 +657,7 @@ fn pod_spec<'de>(
                 if part.resources {
                     spec.containers = opt_vec(de, container)?.unwrap_or_default();
                 } else {
-                    de.skip_value()?;
+                    de.skip_as(Shape::Array)?;
                 }
             }
             "initContainers" => {
@@ -661,7 +665,7 @@ fn pod_spec<'de>(
                 if part.resources {
                     spec.init_containers = opt_vec(de, container)?.unwrap_or_default();
                 } else {
-                    de.skip_value()?;
+                    de.skip_as(Shape::Array)?;
                 }
             }
             "overhead" => {
@@ -669,7 +673,7 @@ fn pod_spec<'de>(
                 if part.resources {
                     spec.overhead = Deserialize::deserialize(&mut *de)?;
                 } else {
-                    de.skip_value()?;
+                    de.skip_as(Shape::Object)?;
                 }
             }
             "resources" => {
@@ -677,7 +681,7 @@ fn pod_spec<'de>(
                 if part.resources {
                     spec.resources = Deserialize::deserialize(&mut *de)?;
                 } else {
-                    de.skip_value()?;
+                    de.skip_as(Shape::Object)?;
                 }
             }
             "hostNetwork" => {
@@ -685,7 +689,7 @@ fn pod_spec<'de>(
                 if part.reads(10) {
                     spec.host_network = Option::<bool>::deserialize(&mut *de)?;
                 } else {
-                    de.skip_value()?;
+                    de.skip_as(Shape::Scalar)?;
                 }
             }
             "runtimeClassName" => {
@@ -693,7 +697,7 @@ fn pod_spec<'de>(
                 if part.resources {
                     spec.runtime_class_name = de.read_opt_string()?;
                 } else {
-                    de.skip_value()?;
+                    de.skip_as(Shape::Scalar)?;
                 }
             }
             _ => de.skip_value()?,
