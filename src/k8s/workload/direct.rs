@@ -500,11 +500,8 @@ fn workload_spec<'de>(
         "selector" => {
             seen.first(0)?;
             if !part.identity {
-                // A ReplicationController's is read as any value.
-                if kind == Kind::ReplicationController {
-                    return de.skip_value();
-                }
-                return de.skip_as(Shape::Object);
+                // serde's view reads any value here.
+                return de.skip_value();
             }
             if de.read_null() {
                 return Ok(());
