@@ -13,7 +13,8 @@ use std::time::Duration;
 const INTERVAL: Duration = Duration::from_millis(20);
 /// Past this much the writer is woken before the interval is over, so that the two buffers stay
 /// in the workers' cache: a whole interval of denials at full load (some 350 KB) did not, and
-/// appending a line stalled on the cache misses of its stores (a sixth of the log line's cost).
+/// appending a line stalled on the cache misses of its stores (about half of what a decision
+/// line cost the server).
 const SOON: usize = 64 << 10;
 /// Past this much unwritten, loggers wait for the writer.
 const FULL: usize = 1 << 20;
