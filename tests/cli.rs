@@ -401,7 +401,7 @@ fn test_command_passes_on_the_project_suites() {
         None,
     );
     assert_eq!(r.code, 0, "{}", r.stdout);
-    assert!(r.stdout.ends_with("30 passed, 0 failed\n"), "{}", r.stdout);
+    assert!(r.stdout.ends_with("31 passed, 0 failed\n"), "{}", r.stdout);
     // A case filter runs only the cases whose path contains the text.
     let r = run(
         &[
@@ -940,6 +940,62 @@ fn check_finds_workloadspread_targets_in_a_cluster_dump() {
     );
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(r.stdout.contains("subset \"gpu\" can never hold a pod: \"pool In [gpu]\" contradicts the workload's own node selection (\"pool In [general]\")"), "{}", r.stdout);
+}
+
+/// node-selection policies with a `namespaceSelector` in `check`: the labels come from a
+/// `--cluster` dump's Namespaces; without them the run says once which objects and policies.
+#[test]
+fn check_reads_namespace_labels_from_a_cluster_dump() {
+    let dir = temp_dir("ns-labels");
+    let rules = dir.join("rules.yaml");
+    std::fs::write(
+        &rules,
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - name: pci-pool\n      namespaceSelector: {matchLabels: {compliance: pci}}\n      requiredNodes:\n      - matchExpressions: [{key: pool, operator: In, values: [pci]}]\n",
+    )
+    .unwrap();
+    let dump = dir.join("cluster.yaml");
+    std::fs::write(
+        &dump,
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: pay, labels: {compliance: pci}}\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: shop}\n",
+    )
+    .unwrap();
+    let pods: &[u8] = b"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: pay}\nspec:\n  containers: [{name: c, image: i}]\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: shop}\nspec:\n  containers: [{name: c, image: i}]\n";
+    let (r, d) = (rules.to_str().unwrap(), dump.to_str().unwrap());
+    let with = run(
+        &[
+            "check",
+            "--rules",
+            r,
+            "--cluster",
+            d,
+            "-o",
+            "json",
+            "-q",
+            "-",
+        ],
+        Some(pods),
+    );
+    assert_eq!(with.code, 1, "{}{}", with.stdout, with.stderr);
+    let found: serde_json::Value = serde_json::from_str(&with.stdout).unwrap();
+    let messages: Vec<&str> = found["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["rule"] == "node-selection")
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        ["Forbidden: pods in namespace \"pay\" must stay on nodes matching \"pool In [pci]\" (policy pci-pool); this selection admits a node labelled {}, outside them"]
+    );
+    let without = run(&["check", "--rules", r, "-"], Some(pods));
+    assert_eq!(without.code, 0, "{}", without.stdout);
+    assert!(
+        without.stderr.contains("placement-guard: note: 2 object(s) in namespaces whose labels are unknown (\"pay\", \"shop\") were not judged by the node-selection policies that select namespaces by label (\"pci-pool\"); give their Namespace manifests before them, or --cluster with `kubectl get namespaces -o yaml`\n"),
+        "{}",
+        without.stderr
+    );
+    std::fs::remove_dir_all(dir).ok();
 }
 
 /// `check DIR | head -1`: a closed stdout ends every command quietly, as SIGPIPE ends other Unix

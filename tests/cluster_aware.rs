@@ -334,6 +334,46 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
         feasibility(&warnings),
         ["feasibility: spec.template.spec: no node can run a pod of this template now: 0/3 nodes are available: 3 node(s) had untolerated taint(s). Untolerated: dedicated=batch:NoSchedule on 3 node(s)."]
     );
+
+    // A node-selection policy that selects namespaces by label: the watched Namespace's labels
+    // decide, and a label taken away is seen too.
+    let (code, body) = api.patch(
+        "/api/v1/namespaces/queue",
+        &json!({"metadata": {"labels": {"compliance": "pci"}}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    std::fs::write(
+        &rule_file,
+        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  feasibility:\n    action: deny\n  nodeSelection:\n    policies:\n    - name: pci-off-z9\n      namespaceSelector: {matchLabels: {compliance: pci}}\n      forbiddenNodes:\n      - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [z9]}]\n",
+    )
+    .unwrap();
+    let to_z9_pod = gated("pci", to_z9["spec"].clone());
+    let create = |dry: bool| {
+        let path = if dry {
+            format!("{PODS}?dryRun=All")
+        } else {
+            PODS.to_string()
+        };
+        api.request("POST", &path, Some(("application/json", &to_z9_pod)))
+    };
+    until("the policy and the namespace's label in force", || {
+        create(true).0 == 403
+    });
+    let (code, body, _) = create(false);
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"pods.validate.placement-guard.io\" denied the request: spec.nodeSelector: Forbidden: pods in namespace \"queue\" may not reach nodes matching \"topology.kubernetes.io/zone In [z9]\" (policy pci-off-z9); this selection admits a node labelled {topology.kubernetes.io/zone: z9}"
+    );
+    let (code, body) = api.patch(
+        "/api/v1/namespaces/queue",
+        &json!({"metadata": {"labels": {"compliance": null}}}),
+    );
+    assert_eq!(code, 200, "{body}");
+    until("the label's removal in the cache", || create(true).0 == 201);
+    let (code, body, _) = create(false);
+    assert_eq!(code, 201, "{body}");
+
     let (_, metrics) = get(&server, "/metrics");
     for want in [
         "placement_guard_cluster_cache_objects{resource=\"nodes\"} 3",

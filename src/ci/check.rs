@@ -2,6 +2,8 @@
 //! same [`rules::evaluate`] as `/validate` and `/mutate`; every finding, note and patch becomes a
 //! [`Diagnostic`] through one constructor.
 
+use std::collections::{BTreeMap, HashMap};
+
 use serde_json::Value;
 
 use crate::ci::report::{Diagnostic, Report, Severity, Suppressed};
@@ -183,6 +185,12 @@ pub struct Checker {
     namespace: Option<String>,
     /// Objects judged in no namespace while node-selection policies are configured.
     unplaced: usize,
+    /// Namespace labels, from Namespace manifests read so far, `--cluster` and `audit`'s
+    /// listing: what node-selection policies with a `namespaceSelector` match.
+    namespaces: HashMap<String, BTreeMap<String, String>>,
+    /// Namespaces some objects were judged in without their labels: how many, and where a
+    /// Namespace manifest for one came later.
+    unlabelled: BTreeMap<String, (usize, Option<String>)>,
 }
 
 impl Checker {
@@ -208,6 +216,8 @@ impl Checker {
             with_cluster: false,
             namespace: None,
             unplaced: 0,
+            namespaces: HashMap::new(),
+            unlabelled: BTreeMap::new(),
         }
     }
 
@@ -226,8 +236,16 @@ impl Checker {
         let before = self.targets.index.len();
         for o in &objects {
             self.targets.add(&o.value, "");
+            if let Some((name, labels)) = namespace_object(&o.value) {
+                self.namespaces.insert(name, labels);
+            }
         }
         Ok(self.targets.index.len() - before)
+    }
+
+    /// A namespace's labels as the cluster has them (`audit`).
+    pub fn know_namespace(&mut self, name: &str, labels: &BTreeMap<String, String>) {
+        self.namespaces.insert(name.to_string(), labels.clone());
     }
 
     /// Adds a file that could not be read at all.
@@ -400,6 +418,14 @@ impl Checker {
             return;
         }
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
+            // Not judged, but its labels say which node-selection policies apply to the
+            // objects after it.
+            if let Some((name, labels)) = namespace_object(v) {
+                if let Some((_, late)) = self.unlabelled.get_mut(&name) {
+                    late.get_or_insert_with(|| format!("{file}:{}", obj.start().line));
+                }
+                self.namespaces.insert(name, labels);
+            }
             self.report.skipped += 1;
             return;
         };
@@ -488,6 +514,7 @@ impl Checker {
             context: Context {
                 describe_patches: true,
                 as_written: !stored,
+                namespace_labels: self.namespaces.get(&namespace),
                 ..Context::default()
             },
         };
@@ -497,7 +524,7 @@ impl Checker {
             None => (true, true, Vec::new()),
             Some(l) => (l.judge, l.judge && kind != Kind::Pod, l.placed),
         };
-        let validated = if validate {
+        let mut validated = if validate {
             rules::evaluate(&input, &self.rules)
         } else {
             rules::Verdict::default()
@@ -513,6 +540,15 @@ impl Checker {
                 &self.rules,
             )
         };
+        // Said once for the run (in `finish`), not on every object of the namespace.
+        if validated.unchecked.iter().any(|&(rule, why)| {
+            rule == rules::node_selection::ID && why == "namespace_labels_unknown"
+        }) {
+            validated
+                .notes
+                .retain(|n| n.rule != rules::node_selection::ID);
+            self.unlabelled.entry(namespace.clone()).or_default().0 += 1;
+        }
         let placed = rules::Verdict {
             findings: placed,
             ..rules::Verdict::default()
@@ -580,6 +616,31 @@ impl Checker {
                 "{} object(s) name no namespace, so no node-selection policy applied to them; pass -n NAMESPACE, the namespace `kubectl apply -n` will create them in",
                 self.unplaced
             ));
+        }
+        if !self.unlabelled.is_empty() {
+            let objects: usize = self.unlabelled.values().map(|u| u.0).sum();
+            let selecting: Vec<String> = self
+                .rules
+                .spec
+                .node_selection
+                .policies
+                .iter()
+                .filter(|p| p.namespace_selector.is_some())
+                .map(|p| format!("{:?}", p.name))
+                .collect();
+            let names: Vec<String> = self.unlabelled.keys().map(|n| format!("{n:?}")).collect();
+            self.report.notes.push(format!(
+                "{objects} object(s) in namespaces whose labels are unknown ({}) were not judged by the node-selection policies that select namespaces by label ({}); give their Namespace manifests before them, or --cluster with `kubectl get namespaces -o yaml`",
+                names.join(", "),
+                selecting.join(", ")
+            ));
+            for (ns, (_, late)) in &self.unlabelled {
+                if let Some(at) = late {
+                    self.report.notes.push(format!(
+                        "the Namespace {ns:?} ({at}) comes after objects in it, which were judged without its labels; give it first, as `kubectl apply` needs and Helm does"
+                    ));
+                }
+            }
         }
         let spreads = std::mem::take(&mut self.spreads);
         let mut claimed: Vec<((String, String, String, String), String)> = Vec::new();
@@ -762,6 +823,23 @@ impl Found<'_> {
         });
         findings.chain(patches).chain(notes).collect()
     }
+}
+
+/// A v1 Namespace's name and labels, with the `kubernetes.io/metadata.name` label
+/// kube-apiserver gives every namespace.
+fn namespace_object(v: &Value) -> Option<(String, BTreeMap<String, String>)> {
+    if v["apiVersion"] != "v1" || v["kind"] != "Namespace" {
+        return None;
+    }
+    let name = v["metadata"]["name"].as_str().filter(|n| !n.is_empty())?;
+    let mut labels: BTreeMap<String, String> = v["metadata"]["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect();
+    labels.insert("kubernetes.io/metadata.name".into(), name.to_string());
+    Some((name.to_string(), labels))
 }
 
 fn name_of(v: &Value) -> String {

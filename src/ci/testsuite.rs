@@ -236,6 +236,10 @@ fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Result<Value, St
         })
         .collect();
     let mut out = json!({"findings": findings});
+    // What the run says once rather than per object (policies it could not apply).
+    if !report.notes.is_empty() {
+        out["notes"] = json!(report.notes);
+    }
     if !report.suppressed.is_empty() {
         out["suppressed"] = serde_json::to_value(
             report

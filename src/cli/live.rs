@@ -648,7 +648,7 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
             }
             Err(e) => return Err(e.0),
         };
-        let mut checker = Checker::new(run.rules);
+        let mut checker = audit_checker(run.rules, snapshot.as_ref());
         let mut owners = Owners::default();
         let mut tally = Tally::default();
         let (mut any_listed, mut refused) = (false, Vec::new());
@@ -760,6 +760,15 @@ struct Tally {
     unjudged: usize,
 }
 
+/// `audit`'s checker: node-selection policies match the listed Namespaces' labels.
+fn audit_checker(rules: &RuleSet, snapshot: Option<&Cluster>) -> Checker {
+    let mut checker = Checker::new(rules);
+    for (name, labels) in snapshot.iter().flat_map(|c| &c.namespaces) {
+        checker.know_namespace(name, labels);
+    }
+    checker
+}
+
 fn audit_one(
     checker: &mut Checker,
     snapshot: Option<&Cluster>,
@@ -869,6 +878,7 @@ fn audit_one(
                 crate::rules::node_selection::placed_outside(
                     &checker.rules().spec.node_selection,
                     &ns,
+                    cluster.namespaces.get(&ns),
                     node,
                     &cluster.nodes[i].labels,
                 )
@@ -949,9 +959,9 @@ mod tests {
     }
 
     impl Audited {
-        fn new(rules: &RuleSet) -> Audited {
+        fn new(rules: &RuleSet, cluster: Option<&Cluster>) -> Audited {
             Audited {
-                checker: Checker::new(rules),
+                checker: audit_checker(rules, cluster),
                 owners: Owners::default(),
                 tally: Tally::default(),
             }
@@ -1132,7 +1142,7 @@ mod tests {
     fn audit_reports_pods_running_where_their_policy_forbids() {
         let rules = RuleSet::from_yaml(
             "rules.yaml",
-            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - name: off-gpu\n      namespaces: [team-a]\n      forbiddenNodes:\n      - matchExpressions: [{key: gpu, operator: Exists}]\n      requiredNodes:\n      - matchExpressions: [{key: pool, operator: In, values: [tenants]}]\n",
+            "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - name: off-gpu\n      namespaceSelector: {matchLabels: {tenancy: shared}}\n      forbiddenNodes:\n      - matchExpressions: [{key: gpu, operator: Exists}]\n      requiredNodes:\n      - matchExpressions: [{key: pool, operator: In, values: [tenants]}]\n",
         )
         .unwrap();
         let node = |name: &str, labels: serde_json::Value| {
@@ -1152,10 +1162,21 @@ mod tests {
                 ),
                 node("t-1", serde_json::json!({"pool": "tenants"})),
             ],
-            HashMap::new(),
+            // The policy selects team-a by its label, as the listing gives it.
+            [
+                (
+                    "team-a",
+                    std::collections::BTreeMap::from([("tenancy".into(), "shared".into())]),
+                ),
+                ("team-b", std::collections::BTreeMap::new()),
+                ("team-c", std::collections::BTreeMap::new()),
+            ]
+            .into_iter()
+            .map(|(n, l)| (n.to_string(), l))
+            .collect(),
         )
         .unwrap();
-        let mut audited = Audited::new(&rules);
+        let mut audited = Audited::new(&rules, Some(&cluster));
         let inside = serde_json::json!({"pool": "tenants"});
         for (name, node) in [("on-gpu", "gpu-1"), ("fine", "t-1")] {
             let v = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
@@ -1289,7 +1310,7 @@ mod tests {
                     "spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}, "containers": []}}}}),
             )
         };
-        let mut audited = Audited::new(&rules);
+        let mut audited = Audited::new(&rules, None);
         for (kind, v) in [
             pod("gated-gpu", "gpu", true),
             pod("gated-cordoned", "old", true),
@@ -1344,7 +1365,7 @@ mod tests {
                 "spec": {"template": {"spec": {"runtimeClassName": class, "containers": []}}}})
         };
         let found = |cluster: &Cluster| {
-            let mut audited = Audited::new(&rules);
+            let mut audited = Audited::new(&rules, Some(cluster));
             for (name, class) in [("tolerated", "gpu"), ("unknown", "wasm")] {
                 audited.one(Some(cluster), Kind::Deployment, deployment(name, class));
             }
@@ -1375,7 +1396,7 @@ mod tests {
     #[test]
     fn audit_judges_what_can_still_be_acted_on() {
         let rules = RuleSet::default();
-        let mut audited = Audited::new(&rules);
+        let mut audited = Audited::new(&rules, None);
         let zone_anti_affinity = serde_json::json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "topology.kubernetes.io/zone", "namespaceSelector": {}}]}});
         let objects = [

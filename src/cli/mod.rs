@@ -235,8 +235,10 @@ pub enum Command {
         rules: Option<PathBuf>,
         #[command(flatten)]
         report: ReportArgs,
-        /// A cluster dump (`kubectl get deploy,sts,rs,jobs,clonesets -A -o yaml`) where the
-        /// targets of WorkloadSpreads are looked up when they are not in the input.
+        /// A cluster dump (`kubectl get namespaces,deploy,sts,rs,jobs,clonesets -A -o yaml`):
+        /// the targets of WorkloadSpreads are looked up in it when they are not in the input,
+        /// and its Namespaces' labels select the node-selection policies with a
+        /// namespaceSelector.
         #[arg(long)]
         cluster: Option<PathBuf>,
         /// Leave out files and directories matching this glob (repeatable; `*` spans `/`).
@@ -415,6 +417,12 @@ pub fn run() -> ExitCode {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
+            if !cluster_aware {
+                let selecting = rules.spec.node_selection.policies.iter();
+                for p in selecting.filter(|p| p.namespace_selector.is_some()) {
+                    tracing::warn!(policy = %p.name, "this nodeSelection policy selects namespaces by label, which only --cluster-aware knows: it judges no request, and each request it might apply to is answered with a warning that says so");
+                }
+            }
             // Checked before a development certificate is written, and named in its hint.
             let bound = match std::net::ToSocketAddrs::to_socket_addrs(addr.as_str()) {
                 Ok(mut a) => a.next(),

@@ -134,6 +134,9 @@ pub struct Context<'a> {
     /// On a workload's UPDATE at `/mutate`: whether it changes the pod template (`None`:
     /// not known, on every other request).
     pub template_changed: Option<bool>,
+    /// The labels of the request's namespace, when the caller knows them from elsewhere than
+    /// the cluster cache (`check`: Namespace manifests and `--cluster`; `audit`: its listing).
+    pub namespace_labels: Option<&'a std::collections::BTreeMap<String, String>>,
 }
 
 /// One request as the rules see it. Requests for subresources never get here.

@@ -12,14 +12,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{
-    Action, Finding, Input, ObjectKind, Operation, Phase, Request, Rule, RuleId, RuleMeta, Verdict,
+    Action, ClusterState, Finding, Input, Note, ObjectKind, Operation, Phase, Request, Rule,
+    RuleId, RuleMeta, Verdict, Voice,
 };
 use crate::core::nodeselector::{Operator, Requirement, Source, Term};
 use crate::core::satisfy::{intersect, outside};
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::model::PodSpec;
 use crate::k8s::semantic::{map_eq, SemEq};
-use crate::k8s::validation::{validate_term, validate_toleration};
+use crate::k8s::validation::{validate_label_selector, validate_term, validate_toleration};
 use crate::k8s::workload::PodTemplate;
 
 pub const ID: RuleId = RuleId::new("node-selection");
@@ -187,11 +188,70 @@ mod strict {
 }
 
 impl Policy {
-    fn applies_to(&self, namespace: &str) -> bool {
-        self.namespaces
-            .iter()
-            .any(|g| wildmatch::WildMatch::new(g).matches(namespace))
+    /// Whether the policy applies to the pods of `namespace`, whose labels are `labels` when
+    /// known: both its names and its selector must match, as a `namespaces` list and a
+    /// `namespaceSelector` do together in a pod affinity term. `None`: it selects by label and
+    /// the labels are not known.
+    pub fn applies_to(
+        &self,
+        namespace: &str,
+        labels: Option<&BTreeMap<String, String>>,
+    ) -> Option<bool> {
+        if !self.namespaces.is_empty()
+            && !self
+                .namespaces
+                .iter()
+                .any(|g| wildmatch::WildMatch::new(g).matches(namespace))
+        {
+            return Some(false);
+        }
+        match &self.namespace_selector {
+            None => Some(true),
+            Some(sel) => labels.map(|l| crate::core::labels::selector_matches(sel, l)),
+        }
     }
+}
+
+/// The labels of `namespace` as the caller or the cluster cache knows them, or why they are not
+/// known (for metrics, and the note that says which policies did not judge the object).
+fn namespace_labels<'a>(input: &Input<'a>) -> Result<&'a BTreeMap<String, String>, &'static str> {
+    if let Some(l) = input.context.namespace_labels {
+        return Ok(l);
+    }
+    match input.context.cluster {
+        ClusterState::Ready(c) => c
+            .namespaces
+            .get(input.namespace)
+            .ok_or("namespace_not_cached"),
+        ClusterState::Unavailable(why) => Err(why),
+        ClusterState::Absent => Err("namespace_labels_unknown"),
+    }
+}
+
+/// Why some policies could not tell whether they apply, in words.
+fn unknown_labels_note(namespace: &str, why: &str, policies: &[&Policy]) -> String {
+    let names: Vec<String> = policies.iter().map(|p| format!("{:?}", p.name)).collect();
+    let (policy, select) = if names.len() == 1 {
+        ("policy", "selects")
+    } else {
+        ("policies", "select")
+    };
+    let reason = match why {
+        "namespace_not_cached" => format!(
+            "namespace {namespace:?} is not in the server's cluster cache yet (created a moment ago, or the watch lags)"
+        ),
+        "namespace_labels_unknown" => format!(
+            "the labels of namespace {namespace:?} are not known here: `check` reads them from a Namespace manifest given before the objects in it or from `--cluster` (`kubectl get namespaces -o yaml`), the server from its cluster cache (`serve --cluster-aware`)"
+        ),
+        other => format!(
+            "the server's cluster cache cannot be trusted now ({other}), and with it the labels of namespace {namespace:?}"
+        ),
+    };
+    format!(
+        "{policy} {} {select} namespaces by label, and {reason}: not judged against {}",
+        names.join(", "),
+        if names.len() == 1 { "it" } else { "them" }
+    )
 }
 
 pub struct NodeSelectionRule;
@@ -234,11 +294,15 @@ impl Rule for NodeSelectionRule {
         let Some((object, old)) = input.templates() else {
             return;
         };
-        let policies: Vec<&Policy> = s
-            .policies
-            .iter()
-            .filter(|p| p.applies_to(input.namespace))
-            .collect();
+        let labels = namespace_labels(input);
+        let (mut policies, mut unknown) = (Vec::new(), Vec::new());
+        for p in &s.policies {
+            match p.applies_to(input.namespace, labels.ok()) {
+                Some(true) => policies.push(p),
+                Some(false) => {}
+                None => unknown.push(p),
+            }
+        }
         // On UPDATE, the selection is judged when it changed and the tolerations the old object
         // lacked; what was admitted before is not judged again.
         let old_tolerations = old.map_or(&[][..], |o| o.spec.tolerations());
@@ -253,10 +317,23 @@ impl Rule for NodeSelectionRule {
             .enumerate()
             .filter(|(_, t)| !old_tolerations.iter().any(|o| o.sem_eq(*t)))
             .collect();
-        if policies.is_empty() || (selection.is_none() && new_tolerations.is_empty()) {
+        if (policies.is_empty() && unknown.is_empty())
+            || (selection.is_none() && new_tolerations.is_empty())
+        {
             return;
         }
         verdict.rules_run.push(ID);
+        if !unknown.is_empty() {
+            // Never a denial on a guess: said, and counted in metrics.
+            let why = labels.err().unwrap_or("namespace_labels_unknown");
+            verdict.unchecked.push((ID, why));
+            verdict.notes.push(Note {
+                rule: ID,
+                voice: Voice::Rule,
+                path: FieldPath::fields(&["metadata", "namespace"]),
+                message: unknown_labels_note(input.namespace, why, &unknown),
+            });
+        }
         for p in policies {
             for f in judge(
                 p,
@@ -285,16 +362,15 @@ impl Rule for NodeSelectionRule {
             } else if s.policies[..i].iter().any(|q| q.name == p.name) {
                 out.push(FieldError::duplicate(pp.child("name"), json!(p.name)));
             }
-            if p.namespace_selector.is_some() {
-                out.push(FieldError::forbidden(
-                    pp.child("namespaceSelector"),
-                    "namespace labels need the live cluster's namespaces (serve --cluster-aware), which this version does not read yet; list the namespaces by name or glob",
-                ));
-            } else if p.namespaces.is_empty() {
-                out.push(FieldError::required(
+            match &p.namespace_selector {
+                Some(sel) => {
+                    out.extend(validate_label_selector(sel, &pp.child("namespaceSelector")))
+                }
+                None if p.namespaces.is_empty() => out.push(FieldError::required(
                     pp.child("namespaces"),
-                    "the namespaces (names or globs such as \"team-*\") this policy applies to",
-                ));
+                    "the namespaces this policy applies to: names or globs such as \"team-*\", or namespace labels in namespaceSelector",
+                )),
+                None => {}
             }
             // A namespace name is a DNS label: a pattern with other characters never matches,
             // and the policy would quietly apply nowhere.
@@ -424,9 +500,12 @@ impl Selection {
 /// `spec.nodeName` for each policy whose `forbiddenNodes` match node `node` (with `labels`), or
 /// whose `requiredNodes` do not. A pod admitted before the policy, or while the webhook failed
 /// open, may sit on such a node: a stronger finding than a selection that merely could.
+/// `namespace_labels`: when unknown, policies that select namespaces by label are left out
+/// (the object's own verdict says so).
 pub fn placed_outside(
     s: &NodeSelection,
     namespace: &str,
+    namespace_labels: Option<&BTreeMap<String, String>>,
     node: &str,
     labels: &BTreeMap<String, String>,
 ) -> Vec<Finding> {
@@ -442,7 +521,8 @@ pub fn placed_outside(
     let path = FieldPath::fields(&["spec", "nodeName"]);
     let who = format!("pods in namespace {namespace:?}");
     let mut out = Vec::new();
-    for p in s.policies.iter().filter(|p| p.applies_to(namespace)) {
+    let applies = |p: &&Policy| p.applies_to(namespace, namespace_labels) == Some(true);
+    for p in s.policies.iter().filter(applies) {
         if matches(&p.forbidden_nodes) {
             out.push(FieldError::forbidden(
                 path.clone(),

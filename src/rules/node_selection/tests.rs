@@ -376,11 +376,15 @@ fn rule_file_errors_name_the_field() {
     let cases = [
         (
             "    - {name: a, forbiddenNodes: [{matchExpressions: [{key: k, operator: Exists}]}]}\n",
-            "r.yaml:6:7: spec.nodeSelection.policies[0].namespaces: Required value: the namespaces (names or globs such as \"team-*\") this policy applies to",
+            "r.yaml:6:7: spec.nodeSelection.policies[0].namespaces: Required value: the namespaces this policy applies to: names or globs such as \"team-*\", or namespace labels in namespaceSelector",
         ),
         (
-            "    - {name: a, namespaceSelector: {matchLabels: {tenant: \"true\"}}, allowedTolerations: []}\n",
-            "r.yaml:6:17: spec.nodeSelection.policies[0].namespaceSelector: Forbidden: namespace labels need the live cluster's namespaces (serve --cluster-aware), which this version does not read yet; list the namespaces by name or glob",
+            "    - {name: a, namespaceSelector: {matchExpressions: [{key: tenant, operator: Equals, values: [a]}]}, allowedTolerations: []}\n",
+            "r.yaml:6:70: spec.nodeSelection.policies[0].namespaceSelector.matchExpressions[0].operator: Invalid value: \"Equals\": not a valid selector operator",
+        ),
+        (
+            "    - {name: a, namespaceSelector: {matchLabels: {tenant: \"a b\"}}, allowedTolerations: []}\n",
+            "r.yaml:6:37: spec.nodeSelection.policies[0].namespaceSelector.matchLabels: Invalid value: \"a b\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
         ),
         (
             "    - {name: a, namespaces: [x]}\n",
@@ -424,5 +428,116 @@ fn rule_file_errors_name_the_field() {
     for (policy, want) in cases {
         let err = RuleSet::from_yaml("r.yaml", &format!("{head}{policy}")).unwrap_err();
         assert_eq!(err.to_string(), want);
+    }
+}
+
+/// A `namespaceSelector` matches the namespace's labels as the cluster cache has them, ANDed
+/// with `namespaces`; where the labels are not known the policy says so and never denies.
+#[test]
+fn namespace_labels_select_policies() {
+    use crate::admission::review_in;
+    use crate::core::cluster::Cluster;
+    use crate::rules::ClusterState;
+    use std::collections::{BTreeMap, HashMap};
+    let r = rules(
+        r#"
+apiVersion: placement-guard.io/v1alpha1
+kind: RuleSet
+spec:
+  nodeSelection:
+    policies:
+    - name: tenants-off-gpu
+      namespaceSelector: {matchLabels: {tenant: "true"}}
+      forbiddenNodes:
+      - matchExpressions: [{key: gpu, operator: Exists}]
+    - name: restricted-teams
+      namespaces: ["team-*"]
+      namespaceSelector:
+        matchExpressions: [{key: tier, operator: In, values: [restricted]}]
+      requiredNodes:
+      - matchExpressions: [{key: pool, operator: In, values: [tenants]}]
+"#,
+    );
+    let labelled = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let namespaces: HashMap<String, BTreeMap<String, String>> = [
+        ("shop", labelled(&[("tenant", "true")])),
+        ("ops", labelled(&[])),
+        ("team-a", labelled(&[("tier", "restricted")])),
+        ("other", labelled(&[("tier", "restricted")])),
+    ]
+    .into_iter()
+    .map(|(n, l)| (n.to_string(), l))
+    .collect();
+    let node: crate::core::snapshot::SlimObject = serde_json::from_value(
+        json!({"metadata": {"name": "n1", "labels": {"pool": "tenants"}}, "spec": {}}),
+    )
+    .unwrap();
+    let nodes = vec![crate::core::snapshot::node_of(node, false)];
+    let cluster = Cluster::new(nodes, namespaces).unwrap();
+    let ready = ClusterState::Ready(&cluster);
+    // (namespace, cluster, allowed, denial or warning, unchecked reason)
+    let cases: Vec<(&str, ClusterState, bool, &str, Option<&str>)> = vec![
+        (
+            "shop",
+            ready,
+            false,
+            r#"spec.nodeSelector: Forbidden: pods in namespace "shop" may not reach nodes matching "gpu Exists" (policy tenants-off-gpu); this selection admits a node labelled {gpu: ""}"#,
+            None,
+        ),
+        ("ops", ready, true, "", None),
+        (
+            "team-a",
+            ready,
+            false,
+            r#"spec.nodeSelector: Forbidden: pods in namespace "team-a" must stay on nodes matching "pool In [tenants]" (policy restricted-teams); this selection admits a node labelled {}, outside them"#,
+            None,
+        ),
+        // Its labels match restricted-teams' selector, its name not the policy's globs.
+        ("other", ready, true, "", None),
+        (
+            "new",
+            ready,
+            true,
+            r#"node-selection: policy "tenants-off-gpu" selects namespaces by label, and namespace "new" is not in the server's cluster cache yet (created a moment ago, or the watch lags): not judged against it"#,
+            Some("namespace_not_cached"),
+        ),
+        (
+            "team-b",
+            ClusterState::Unavailable("not_synced"),
+            true,
+            r#"node-selection: policies "tenants-off-gpu", "restricted-teams" select namespaces by label, and the server's cluster cache cannot be trusted now (not_synced), and with it the labels of namespace "team-b": not judged against them"#,
+            Some("not_synced"),
+        ),
+        (
+            "shop",
+            ClusterState::Absent,
+            true,
+            r#"node-selection: policy "tenants-off-gpu" selects namespaces by label, and the labels of namespace "shop" are not known here: `check` reads them from a Namespace manifest given before the objects in it or from `--cluster` (`kubectl get namespaces -o yaml`), the server from its cluster cache (`serve --cluster-aware`): not judged against it"#,
+            Some("namespace_labels_unknown"),
+        ),
+    ];
+    for (ns, cluster, allowed, said, why) in cases {
+        let body = admission("Pod", "CREATE", ns, pod(json!({})), None);
+        let got = review_in(&body, Endpoint::Validate, &r, cluster).unwrap();
+        let v: Value = serde_json::from_slice(&got.body).unwrap();
+        let shown = if allowed {
+            v["response"]["warnings"][0].as_str().unwrap_or("")
+        } else {
+            v["response"]["status"]["message"].as_str().unwrap_or("")
+        };
+        assert_eq!((got.allowed, shown), (allowed, said), "{ns}");
+        let unchecked: Vec<&str> = got
+            .verdict
+            .iter()
+            .flat_map(|v| &v.unchecked)
+            .filter(|u| u.0 == crate::rules::node_selection::ID)
+            .map(|u| u.1)
+            .collect();
+        assert_eq!(unchecked, why.into_iter().collect::<Vec<_>>(), "{ns}");
     }
 }
