@@ -161,7 +161,7 @@ impl Metrics {
         let unchecked = Family::<SkipLabels, Counter>::default();
         registry.register(
             "rule_checks_skipped",
-            "Checks a rule skipped (it never denies then): the cluster cache not synced or stale, or a template naming a RuntimeClass the cache does not hold",
+            "Checks a rule skipped (it never denies then): the cluster cache not synced or stale, a template naming a RuntimeClass the cache does not hold, or a namespace whose labels are not known to a node-selection policy that selects by label",
             unchecked.clone(),
         );
         Metrics {
