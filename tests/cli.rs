@@ -401,7 +401,7 @@ fn test_command_passes_on_the_project_suites() {
         None,
     );
     assert_eq!(r.code, 0, "{}", r.stdout);
-    assert!(r.stdout.ends_with("31 passed, 0 failed\n"), "{}", r.stdout);
+    assert!(r.stdout.ends_with("33 passed, 0 failed\n"), "{}", r.stdout);
     // A case filter runs only the cases whose path contains the text.
     let r = run(
         &[
@@ -988,12 +988,42 @@ fn check_reads_namespace_labels_from_a_cluster_dump() {
         messages,
         ["Forbidden: pods in namespace \"pay\" must stay on nodes matching \"pool In [pci]\" (policy pci-pool); this selection admits a node labelled {}, outside them"]
     );
-    let without = run(&["check", "--rules", r, "-"], Some(pods));
+    // Without them: one warning per namespace, on its first object.
+    let without = run(&["check", "--rules", r, "-o", "json", "-"], Some(pods));
     assert_eq!(without.code, 0, "{}", without.stdout);
+    let found: serde_json::Value = serde_json::from_str(&without.stdout).unwrap();
+    let warned: Vec<String> = found["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["rule"] == "node-selection")
+        .map(|d| {
+            format!(
+                "{} {}: {} ({})",
+                d["line"], d["object"], d["message"], d["hint"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        warned,
+        [
+            "3 \"Pod pay/a\": \"policy \\\"pci-pool\\\" selects namespaces by label, and the labels of namespace \\\"pay\\\" are not known here: this object was not judged against it\" (\"give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)\")",
+            "9 \"Pod shop/b\": \"policy \\\"pci-pool\\\" selects namespaces by label, and the labels of namespace \\\"shop\\\" are not known here: this object was not judged against it\" (\"give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)\")",
+        ]
+    );
+    // A Namespace the API server would refuse is an error; a null label value is "".
+    let namespace: &[u8] = b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: pay\n  labels: {compliance: pci, flag: true, env: }\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: pay}\nspec:\n  containers: [{name: c, image: i}]\n";
+    let r2 = run(&["check", "--rules", r, "-q", "-"], Some(namespace));
+    assert_eq!(r2.code, 1, "{}", r2.stdout);
     assert!(
-        without.stderr.contains("placement-guard: note: 2 object(s) in namespaces whose labels are unknown (\"pay\", \"shop\") were not judged by the node-selection policies that select namespaces by label (\"pci-pool\"); give their Namespace manifests before them, or --cluster with `kubectl get namespaces -o yaml`\n"),
+        r2.stdout.contains("<stdin>:5:29: error[invalid-object] Namespace pay: metadata.labels[flag]: Invalid value: true: must be a string (quote it to make it a string)"),
         "{}",
-        without.stderr
+        r2.stdout
+    );
+    assert!(
+        r2.stdout.contains("error[node-selection] Pod pay/a: spec.nodeSelector: Forbidden: pods in namespace \"pay\" must stay on nodes matching \"pool In [pci]\""),
+        "{}",
+        r2.stdout
     );
     std::fs::remove_dir_all(dir).ok();
 }

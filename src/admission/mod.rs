@@ -71,9 +71,37 @@ pub fn review_in(
     // A body the on-demand reader cannot answer is answered by the reference, so that every
     // refusal carries serde_json's reason (the on-demand reader may also have passed over a
     // malformed value no rule reads).
-    review_with(body, JsonReader::OnDemand, endpoint, rules, cluster)
-        .or_else(|_| review_with(body, JsonReader::Reference, endpoint, rules, cluster))
+    review_with(body, JsonReader::OnDemand, endpoint, rules, cluster, None)
+        .or_else(|_| review_with(body, JsonReader::Reference, endpoint, rules, cluster, None))
 }
+
+/// [`review`] with the labels of the namespaces (`test`: a suite's `namespaces.yaml`), which
+/// node-selection policies with a `namespaceSelector` match, as a server's cluster cache would
+/// give them.
+pub fn review_with_namespaces(
+    body: &[u8],
+    endpoint: Endpoint,
+    rules: &RuleSet,
+    namespaces: &NamespaceLabels,
+) -> Result<Reviewed, ReviewError> {
+    let absent = ClusterState::Absent;
+    review_with(
+        body,
+        JsonReader::OnDemand,
+        endpoint,
+        rules,
+        absent,
+        Some(namespaces),
+    )
+    .or_else(|_| {
+        let reference = JsonReader::Reference;
+        review_with(body, reference, endpoint, rules, absent, Some(namespaces))
+    })
+}
+
+/// Namespace names and their labels.
+pub type NamespaceLabels =
+    std::collections::HashMap<String, std::collections::BTreeMap<String, String>>;
 
 /// [`review`] with serde_json reading the whole body: the reference the on-demand reader is
 /// held to (tests, fuzzing, benchmarks).
@@ -89,6 +117,7 @@ pub fn review_reference(
         endpoint,
         rules,
         ClusterState::Absent,
+        None,
     )
 }
 
@@ -138,6 +167,7 @@ fn review_with(
     endpoint: Endpoint,
     rules: &RuleSet,
     cluster: ClusterState,
+    namespaces: Option<&NamespaceLabels>,
 ) -> Result<Reviewed, ReviewError> {
     let phase = endpoint.phase();
     let cluster_aware = !matches!(cluster, ClusterState::Absent);
@@ -175,6 +205,7 @@ fn review_with(
         old_object,
         context: Context {
             cluster,
+            namespace_labels: namespaces.and_then(|n| n.get(&reviewed.namespace)),
             ..Context::default()
         },
     };

@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use crate::ci::report::{Diagnostic, Report, Severity, Suppressed};
+use crate::k8s::fieldpath::FieldError;
 use crate::k8s::fieldpath::FieldPath;
 use crate::k8s::manifest::{self, Object};
-use crate::k8s::validation::validate_scheduling;
+use crate::k8s::validation::{validate_labels, validate_scheduling};
 use crate::k8s::workload::{self, group_of, Kind};
 use crate::kruise::workloadspread::{self as ws, Target};
 use crate::rules::{
@@ -172,6 +173,16 @@ struct Live {
     placed: Vec<rules::Finding>,
 }
 
+/// The objects of a namespace whose labels were not known when they were judged: said once, on
+/// the first of them, by [`Checker::finish`].
+struct Unlabelled {
+    /// The first object's warning, its message written at the end.
+    first: Diagnostic,
+    objects: usize,
+    /// Where a Namespace manifest for it came, after them.
+    late: Option<String>,
+}
+
 pub struct Checker {
     rules: RuleSet,
     report: Report,
@@ -188,9 +199,8 @@ pub struct Checker {
     /// Namespace labels, from Namespace manifests read so far, `--cluster` and `audit`'s
     /// listing: what node-selection policies with a `namespaceSelector` match.
     namespaces: HashMap<String, BTreeMap<String, String>>,
-    /// Namespaces some objects were judged in without their labels: how many, and where a
-    /// Namespace manifest for one came later.
-    unlabelled: BTreeMap<String, (usize, Option<String>)>,
+    /// Namespaces whose objects were judged without their labels.
+    unlabelled: BTreeMap<String, Unlabelled>,
 }
 
 impl Checker {
@@ -241,6 +251,13 @@ impl Checker {
             }
         }
         Ok(self.targets.index.len() - before)
+    }
+
+    /// Namespace labels for every object checked (`test`: a suite's `namespaces.yaml`).
+    pub fn know_namespaces(&mut self, namespaces: &crate::admission::NamespaceLabels) {
+        for (name, labels) in namespaces {
+            self.know_namespace(name, labels);
+        }
     }
 
     /// A namespace's labels as the cluster has them (`audit`).
@@ -420,11 +437,8 @@ impl Checker {
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
             // Not judged, but its labels say which node-selection policies apply to the
             // objects after it.
-            if let Some((name, labels)) = namespace_object(v) {
-                if let Some((_, late)) = self.unlabelled.get_mut(&name) {
-                    late.get_or_insert_with(|| format!("{file}:{}", obj.start().line));
-                }
-                self.namespaces.insert(name, labels);
+            if v["apiVersion"] == "v1" && kind_name == "Namespace" {
+                self.namespace_manifest(file, &obj);
             }
             self.report.skipped += 1;
             return;
@@ -540,14 +554,27 @@ impl Checker {
                 &self.rules,
             )
         };
-        // Said once for the run (in `finish`), not on every object of the namespace.
+        // Said once for the namespace (in `finish`), not on every object in it.
         if validated.unchecked.iter().any(|&(rule, why)| {
             rule == rules::node_selection::ID && why == "namespace_labels_unknown"
         }) {
             validated
                 .notes
                 .retain(|n| n.rule != rules::node_selection::ID);
-            self.unlabelled.entry(namespace.clone()).or_default().0 += 1;
+            self.unlabelled
+                .entry(namespace.clone())
+                .or_insert_with(|| Unlabelled {
+                    first: on.diagnostic(
+                        rules::node_selection::ID.as_str(),
+                        Severity::Warning,
+                        &FieldPath::fields(&["metadata", "namespace"]),
+                        String::new(),
+                        None,
+                    ),
+                    objects: 0,
+                    late: None,
+                })
+                .objects += 1;
         }
         let placed = rules::Verdict {
             findings: placed,
@@ -572,6 +599,79 @@ impl Checker {
             );
         }
         self.record(found, &on);
+    }
+
+    /// The warning on the first object of a namespace whose labels were not known: which
+    /// policies did not judge how many objects, and where the labels would come from.
+    fn unlabelled_warning(&self, ns: &str, u: Unlabelled) -> Diagnostic {
+        let policies: Vec<String> = self
+            .rules
+            .spec
+            .node_selection
+            .policies
+            .iter()
+            .filter(|p| p.applies_to(ns, None).is_none())
+            .map(|p| format!("{:?}", p.name))
+            .collect();
+        let (policy, select, them) = match policies.len() {
+            1 => ("policy", "selects", "it"),
+            _ => ("policies", "select", "them"),
+        };
+        let objects = match u.objects {
+            1 => "this object was".to_string(),
+            n => format!("this object and {} more in it were", n - 1),
+        };
+        let hint = match (&u.late, self.with_cluster) {
+            (Some(at), _) => format!(
+                "its Namespace manifest ({at}) comes after them: give it first, as `kubectl apply` needs and Helm does"
+            ),
+            (None, true) => format!(
+                "namespace {ns:?} is neither in --cluster nor in the input before its objects: add it to either"
+            ),
+            (None, false) => "give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)".to_string(),
+        };
+        Diagnostic {
+            message: format!(
+                "{policy} {} {select} namespaces by label, and the labels of namespace {ns:?} are not known here: {objects} not judged against {them}",
+                policies.join(", ")
+            ),
+            hint: Some(hint),
+            ..u.first
+        }
+    }
+
+    /// A Namespace manifest: its labels, for the objects after it, checked as kube-apiserver
+    /// checks them (it would refuse the namespace, and every object in it after).
+    fn namespace_manifest(&mut self, file: &str, obj: &Object) {
+        let v = &obj.value;
+        let Some(name) = v["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
+            return;
+        };
+        let object = format!("Namespace {name}");
+        let on = Found {
+            file,
+            obj,
+            object: &object,
+        };
+        let path = FieldPath::fields(&["metadata", "labels"]);
+        let (labels, wrong) = namespace_labels(v);
+        let mut errors = validate_labels(&labels, &path);
+        errors.extend(wrong.into_iter().map(|(k, value)| {
+            FieldError::invalid(
+                path.key(&k),
+                value,
+                "must be a string (quote it to make it a string)",
+            )
+        }));
+        for e in errors {
+            let d = on.diagnostic(RULE_INVALID, Severity::Error, &e.path, e.body(), None);
+            self.report.diagnostics.push(d);
+        }
+        if let Some(u) = self.unlabelled.get_mut(name) {
+            u.late
+                .get_or_insert_with(|| format!("{file}:{}", obj.start().line));
+        }
+        self.namespaces.insert(name.to_string(), labels);
     }
 
     /// Keeps diagnostics, or counts them as suppressed when their object opts out of the rule.
@@ -617,30 +717,9 @@ impl Checker {
                 self.unplaced
             ));
         }
-        if !self.unlabelled.is_empty() {
-            let objects: usize = self.unlabelled.values().map(|u| u.0).sum();
-            let selecting: Vec<String> = self
-                .rules
-                .spec
-                .node_selection
-                .policies
-                .iter()
-                .filter(|p| p.namespace_selector.is_some())
-                .map(|p| format!("{:?}", p.name))
-                .collect();
-            let names: Vec<String> = self.unlabelled.keys().map(|n| format!("{n:?}")).collect();
-            self.report.notes.push(format!(
-                "{objects} object(s) in namespaces whose labels are unknown ({}) were not judged by the node-selection policies that select namespaces by label ({}); give their Namespace manifests before them, or --cluster with `kubectl get namespaces -o yaml`",
-                names.join(", "),
-                selecting.join(", ")
-            ));
-            for (ns, (_, late)) in &self.unlabelled {
-                if let Some(at) = late {
-                    self.report.notes.push(format!(
-                        "the Namespace {ns:?} ({at}) comes after objects in it, which were judged without its labels; give it first, as `kubectl apply` needs and Helm does"
-                    ));
-                }
-            }
+        for (ns, u) in std::mem::take(&mut self.unlabelled) {
+            let d = self.unlabelled_warning(&ns, u);
+            self.report.diagnostics.push(d);
         }
         let spreads = std::mem::take(&mut self.spreads);
         let mut claimed: Vec<((String, String, String, String), String)> = Vec::new();
@@ -825,21 +904,44 @@ impl Found<'_> {
     }
 }
 
-/// A v1 Namespace's name and labels, with the `kubernetes.io/metadata.name` label
-/// kube-apiserver gives every namespace.
+/// The Namespaces of a manifest text (documents, Lists): their labels by name.
+pub fn namespaces_of(text: &str) -> Result<crate::admission::NamespaceLabels, String> {
+    let objects = manifest::parse(text).map_err(|e| e.to_string())?;
+    Ok(objects
+        .iter()
+        .filter_map(|o| namespace_object(&o.value))
+        .collect())
+}
+
+/// A v1 Namespace's name and labels (`--cluster`).
 fn namespace_object(v: &Value) -> Option<(String, BTreeMap<String, String>)> {
     if v["apiVersion"] != "v1" || v["kind"] != "Namespace" {
         return None;
     }
     let name = v["metadata"]["name"].as_str().filter(|n| !n.is_empty())?;
-    let mut labels: BTreeMap<String, String> = v["metadata"]["labels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect();
-    labels.insert("kubernetes.io/metadata.name".into(), name.to_string());
-    Some((name.to_string(), labels))
+    Some((name.to_string(), namespace_labels(v).0))
+}
+
+/// A Namespace's labels as kube-apiserver stores them (a null value is the empty string, as
+/// Go decodes it), with the `kubernetes.io/metadata.name` label it gives every namespace; and
+/// the values it would refuse (not strings).
+fn namespace_labels(v: &Value) -> (BTreeMap<String, String>, Vec<(String, Value)>) {
+    let (mut labels, mut wrong) = (BTreeMap::new(), Vec::new());
+    for (k, value) in v["metadata"]["labels"].as_object().into_iter().flatten() {
+        match value {
+            Value::String(s) => {
+                labels.insert(k.clone(), s.clone());
+            }
+            Value::Null => {
+                labels.insert(k.clone(), String::new());
+            }
+            other => wrong.push((k.clone(), other.clone())),
+        }
+    }
+    if let Some(name) = v["metadata"]["name"].as_str() {
+        labels.insert("kubernetes.io/metadata.name".into(), name.to_string());
+    }
+    (labels, wrong)
 }
 
 fn name_of(v: &Value) -> String {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::admission::{self, Endpoint};
+use crate::admission::{self, Endpoint, NamespaceLabels};
 use crate::ci::check::Checker;
 use crate::k8s::manifest;
 use crate::k8s::workload::{self, Kind};
@@ -16,6 +16,9 @@ use crate::rules::{self, Context, Input, Operation, Phase, RuleSet, Subject, Use
 
 pub const RULES_FILE: &str = "rules.yaml";
 pub const SNAPSHOT_SUFFIX: &str = ".expected.yaml";
+/// Namespace manifests beside a suite's `rules.yaml`: the namespace labels every case sees, as a
+/// server's cluster cache would (node-selection policies with a `namespaceSelector`).
+pub const NAMESPACES_FILE: &str = "namespaces.yaml";
 
 /// Finds suites (folders with a `rules.yaml`) under `roots`, in a stable order, and the
 /// directories left out: links are followed, each real directory is walked once (a link back
@@ -83,6 +86,7 @@ fn named_cases(suite: &Path) -> Vec<PathBuf> {
         .filter(|p| {
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             name != RULES_FILE
+                && name != NAMESPACES_FILE
                 && !name.ends_with(SNAPSHOT_SUFFIX)
                 && crate::cli::inputs::EXTENSIONS
                     .iter()
@@ -130,19 +134,24 @@ fn is_admission_review(name: &str, text: &str) -> bool {
 
 /// The outcome of one case, as the YAML text of its snapshot; an error for a file that is no
 /// case (whose snapshot would pass for ever without judging anything).
-pub fn outcome(name: &str, text: &str, rules: &RuleSet) -> Result<String, String> {
+pub fn outcome(
+    name: &str,
+    text: &str,
+    rules: &RuleSet,
+    namespaces: &NamespaceLabels,
+) -> Result<String, String> {
     let v = if is_admission_review(name, text) {
-        review_outcome(name, text, rules)
+        review_outcome(name, text, rules, namespaces)
     } else if let Some(review) = yaml_review(text) {
         // An AdmissionReview written as YAML: sent as the apiserver would send it, as JSON.
-        review_outcome(name, &review, rules)
+        review_outcome(name, &review, rules, namespaces)
     } else if review_among_others(text) {
         return Err(
             "not a case: an AdmissionReview is a case alone in its file, and this file holds other documents too"
                 .to_string(),
         );
     } else {
-        manifest_outcome(name, text, rules)?
+        manifest_outcome(name, text, rules, namespaces)?
     };
     let body = serde_saphyr::to_string(&v).unwrap_or_else(|e| format!("error: {e}\n"));
     Ok(format!("# placement-guard test snapshot of {name}; rewrite with `placement-guard test --update`\n{body}"))
@@ -164,7 +173,7 @@ fn review_among_others(text: &str) -> bool {
     })
 }
 
-fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
+fn review_outcome(name: &str, text: &str, rules: &RuleSet, namespaces: &NamespaceLabels) -> Value {
     let endpoint = if name.contains(".mutate.") {
         Endpoint::Mutate
     } else {
@@ -175,7 +184,7 @@ fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
     } else {
         "validate"
     };
-    match admission::review(text.as_bytes(), endpoint, rules) {
+    match admission::review_with_namespaces(text.as_bytes(), endpoint, rules, namespaces) {
         Err(admission::ReviewError::BadRequest(e)) => {
             json!({"endpoint": endpoint_name, "badRequest": e})
         }
@@ -206,8 +215,14 @@ fn review_outcome(name: &str, text: &str, rules: &RuleSet) -> Value {
     }
 }
 
-fn manifest_outcome(name: &str, text: &str, rules: &RuleSet) -> Result<Value, String> {
+fn manifest_outcome(
+    name: &str,
+    text: &str,
+    rules: &RuleSet,
+    namespaces: &NamespaceLabels,
+) -> Result<Value, String> {
     let mut checker = Checker::new(rules);
+    checker.know_namespaces(namespaces);
     checker.check_text(name, text);
     let report = checker.finish();
     if report.objects == 0 && report.diagnostics.is_empty() {
@@ -305,9 +320,23 @@ pub enum CaseResult {
     Updated,
 }
 
+/// A suite's [`NAMESPACES_FILE`], when it has one.
+pub fn suite_namespaces(suite: &Path) -> Result<NamespaceLabels, String> {
+    let path = suite.join(NAMESPACES_FILE);
+    if !path.exists() {
+        return Ok(NamespaceLabels::new());
+    }
+    let display = path.display();
+    let text = std::fs::read(&path)
+        .map_err(|e| format!("cannot read {display}: {e}"))
+        .and_then(|b| crate::cli::inputs::decode(b).map_err(|e| format!("{display}: {e}")))?;
+    crate::ci::check::namespaces_of(&text).map_err(|e| format!("{display}: {e}"))
+}
+
 pub fn run_case(
     case: &Path,
     rules: &RuleSet,
+    namespaces: &NamespaceLabels,
     display: &str,
     update: bool,
 ) -> Result<CaseResult, String> {
@@ -316,7 +345,7 @@ pub fn run_case(
         .and_then(|b| crate::cli::inputs::decode(b).map_err(|e| format!("{display}: {e}")))?;
     // Snapshots name the case by file name only, so they do not depend on where the suite lives.
     let name = case.file_name().and_then(|n| n.to_str()).unwrap_or(display);
-    let actual = outcome(name, &text, rules)?;
+    let actual = outcome(name, &text, rules, namespaces)?;
     let snap = snapshot_path(case);
     let expected = std::fs::read_to_string(&snap).ok();
     if expected.as_deref() == Some(actual.as_str()) {

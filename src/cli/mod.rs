@@ -863,6 +863,15 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
                 continue;
             }
         };
+        // So does a broken namespaces.yaml: its cases would be judged without the labels.
+        let namespaces = match testsuite::suite_namespaces(suite) {
+            Ok(n) => n,
+            Err(e) => {
+                failed += 1;
+                outln!("FAILED  {e}");
+                continue;
+            }
+        };
         for snap in testsuite::orphans(suite) {
             let display = snap.display().to_string();
             if filter.is_some_and(|f| !display.contains(f)) {
@@ -902,7 +911,7 @@ fn run_tests(dirs: &[PathBuf], update: bool, filter: Option<&str>) -> ExitCode {
             if filter.is_some_and(|f| !display.contains(f)) {
                 continue;
             }
-            match testsuite::run_case(&case, &rules, &display, update) {
+            match testsuite::run_case(&case, &rules, &namespaces, &display, update) {
                 Ok(CaseResult::Passed) => {
                     passed += 1;
                     outln!("ok      {display}");

@@ -205,11 +205,47 @@ impl Policy {
         {
             return Some(false);
         }
-        match &self.namespace_selector {
-            None => Some(true),
-            Some(sel) => labels.map(|l| crate::core::labels::selector_matches(sel, l)),
+        match (&self.namespace_selector, labels) {
+            (None, _) => Some(true),
+            (Some(sel), Some(l)) => Some(crate::core::labels::selector_matches(sel, l)),
+            (Some(sel), None) => by_name_alone(sel, namespace),
         }
     }
+}
+
+/// The label kube-apiserver gives every namespace, its name.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// What a selector says of a namespace whose only known label is its name: `{}` selects it, a
+/// requirement on the name label it fails rules it out, anything else needs its labels.
+fn by_name_alone(sel: &LabelSelector, namespace: &str) -> Option<bool> {
+    let on_name = LabelSelector {
+        match_labels: sel.match_labels.as_ref().map(|m| {
+            m.iter()
+                .filter(|(k, _)| *k == NAME_LABEL)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        }),
+        match_expressions: sel
+            .match_expressions
+            .as_ref()
+            .map(|e| e.iter().filter(|r| r.key == NAME_LABEL).cloned().collect()),
+    };
+    let known = BTreeMap::from([(NAME_LABEL.to_string(), namespace.to_string())]);
+    if !crate::core::labels::selector_matches(&on_name, &known) {
+        return Some(false);
+    }
+    let others = sel
+        .match_labels
+        .iter()
+        .flatten()
+        .any(|(k, _)| k != NAME_LABEL)
+        || sel
+            .match_expressions
+            .iter()
+            .flatten()
+            .any(|r| r.key != NAME_LABEL);
+    (!others).then_some(true)
 }
 
 /// The labels of `namespace` as the caller or the cluster cache knows them, or why they are not
@@ -241,7 +277,7 @@ fn unknown_labels_note(namespace: &str, why: &str, policies: &[&Policy]) -> Stri
             "namespace {namespace:?} is not in the server's cluster cache yet (created a moment ago, or the watch lags)"
         ),
         "namespace_labels_unknown" => format!(
-            "the labels of namespace {namespace:?} are not known here: `check` reads them from a Namespace manifest given before the objects in it or from `--cluster` (`kubectl get namespaces -o yaml`), the server from its cluster cache (`serve --cluster-aware`)"
+            "the labels of namespace {namespace:?} are not known without the cluster: a server reads them from its cache with `serve --cluster-aware`"
         ),
         other => format!(
             "the server's cluster cache cannot be trusted now ({other}), and with it the labels of namespace {namespace:?}"

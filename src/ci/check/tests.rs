@@ -1078,3 +1078,23 @@ fn workloadspreads_without_a_namespace_are_in_the_one_given() {
         r.notes
     );
 }
+
+/// A Namespace manifest's labels as kube-apiserver stores them: null is "", the name label is
+/// the name whatever the manifest says, and what is not a string is refused.
+#[test]
+fn namespace_labels_are_read_as_the_apiserver_stores_them() {
+    let v = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "pay", "labels": {"env": null, "tier": "a", "n": 1,
+                     "kubernetes.io/metadata.name": "forged"}}});
+    let (labels, wrong) = super::namespace_labels(&v);
+    let want: std::collections::BTreeMap<String, String> = [
+        ("env", ""),
+        ("kubernetes.io/metadata.name", "pay"),
+        ("tier", "a"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(labels, want);
+    assert_eq!(wrong, [("n".to_string(), serde_json::json!(1))]);
+}

@@ -517,7 +517,7 @@ spec:
             "shop",
             ClusterState::Absent,
             true,
-            r#"node-selection: policy "tenants-off-gpu" selects namespaces by label, and the labels of namespace "shop" are not known here: `check` reads them from a Namespace manifest given before the objects in it or from `--cluster` (`kubectl get namespaces -o yaml`), the server from its cluster cache (`serve --cluster-aware`): not judged against it"#,
+            r#"node-selection: policy "tenants-off-gpu" selects namespaces by label, and the labels of namespace "shop" are not known without the cluster: a server reads them from its cache with `serve --cluster-aware`: not judged against it"#,
             Some("namespace_labels_unknown"),
         ),
     ];
@@ -539,5 +539,67 @@ spec:
             .map(|u| u.1)
             .collect();
         assert_eq!(unchecked, why.into_iter().collect::<Vec<_>>(), "{ns}");
+    }
+}
+
+/// Without the namespace's labels a selector is still decided where its name alone decides it:
+/// `{}`, and requirements on `kubernetes.io/metadata.name`.
+#[test]
+fn a_selector_on_the_name_alone_needs_no_labels() {
+    use super::Policy;
+    let policy = |namespaces: &str, selector: &str| -> Policy {
+        serde_saphyr::from_str(&format!(
+            "{{name: p, namespaces: {namespaces}, namespaceSelector: {selector}, allowedTolerations: []}}"
+        ))
+        .unwrap()
+    };
+    // (namespaces, selector, namespace, labels unknown, labels {tenant: a} and its name)
+    type Case<'a> = (&'a str, &'a str, &'a str, Option<bool>, Option<bool>);
+    let cases: &[Case] = &[
+        ("[]", "{}", "z", Some(true), Some(true)),
+        (
+            "[]",
+            "{matchLabels: {kubernetes.io/metadata.name: z}}",
+            "z",
+            Some(true),
+            Some(true),
+        ),
+        (
+            "[]",
+            "{matchLabels: {kubernetes.io/metadata.name: z}}",
+            "y",
+            Some(false),
+            Some(false),
+        ),
+        (
+            "[]",
+            "{matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [z]}, {key: tenant, operator: Exists}]}",
+            "z",
+            Some(false),
+            Some(false),
+        ),
+        (
+            "[]",
+            "{matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [z]}, {key: tenant, operator: Exists}]}",
+            "y",
+            None,
+            Some(true),
+        ),
+        ("[]", "{matchLabels: {tenant: a}}", "y", None, Some(true)),
+        ("[team-*]", "{matchLabels: {tenant: a}}", "y", Some(false), Some(false)),
+        ("[team-*]", "{matchLabels: {tenant: a}}", "team-y", None, Some(true)),
+    ];
+    for &(names, selector, ns, unknown, known) in cases {
+        let p = policy(names, selector);
+        let labels = std::collections::BTreeMap::from([
+            ("tenant".to_string(), "a".to_string()),
+            ("kubernetes.io/metadata.name".to_string(), ns.to_string()),
+        ]);
+        assert_eq!(p.applies_to(ns, None), unknown, "{names} {selector} {ns}");
+        assert_eq!(
+            p.applies_to(ns, Some(&labels)),
+            known,
+            "{names} {selector} {ns} with labels"
+        );
     }
 }
