@@ -267,6 +267,13 @@ fn plain_message(path: &str, message: &str, value: Option<&str>) -> String {
         }
         "expected mapping start" => "expected a mapping of fields (`key: value`)".to_string(),
         "expected sequence start" => "expected a list".to_string(),
+        // A key with nothing after its colon, or `~`: the reader's words name its own types.
+        m if m.starts_with("cannot deserialize null into string") => {
+            "Invalid value: null: must be a string (quote an empty one: \"\")".to_string()
+        }
+        m if m.starts_with("cannot deserialize null into") => {
+            "Invalid value: null: a value is required here (or leave the key out)".to_string()
+        }
         m if m.starts_with("multiple YAML documents detected") => {
             "a rule file is one YAML document; remove this `---` and what follows, or merge it into the first".to_string()
         }
@@ -385,6 +392,15 @@ mod tests {
             (
                 format!("{head}    enabled: 3\n"),
                 "r.yaml:5:14: spec.mutableDirectives.enabled: Invalid value: 3: must be true or false",
+            ),
+            // Nothing after the colon, or `~`: null, said in the rule file's terms.
+            (
+                "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  hardAntiAffinity:\n    exemptNamespaces: [~]\n".to_string(),
+                "r.yaml:5:24: spec.hardAntiAffinity.exemptNamespaces[0]: Invalid value: null: must be a string (quote an empty one: \"\")",
+            ),
+            (
+                format!("{head}    allowedUsers:\n    - \n"),
+                "r.yaml:6:7: spec.mutableDirectives.allowedUsers[0]: Invalid value: null: must be a string (quote an empty one: \"\")",
             ),
             // Names compared exactly: a glob there would exempt nothing.
             (
