@@ -961,6 +961,15 @@ fn check_reads_namespace_labels_from_a_cluster_dump() {
     .unwrap();
     let pods: &[u8] = b"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: pay}\nspec:\n  containers: [{name: c, image: i}]\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: shop}\nspec:\n  containers: [{name: c, image: i}]\n";
     let (r, d) = (rules.to_str().unwrap(), dump.to_str().unwrap());
+    // A server without the cluster would judge nothing with it: refused at start.
+    let refused = run(&["serve", "--addr", "127.0.0.1:0", "--rules", r], None);
+    assert_eq!(
+        (refused.code, refused.stderr.trim_end()),
+        (
+            2,
+            format!("placement-guard: {r}:7:7: spec.nodeSelection.policies[0].namespaceSelector: Forbidden: selects namespaces by labels, which a server only knows with --cluster-aware (its cache of the cluster): serve with --cluster-aware, or select namespaces by name (namespaces, or the kubernetes.io/metadata.name label)").as_str()
+        )
+    );
     let with = run(
         &[
             "check",
@@ -988,6 +997,18 @@ fn check_reads_namespace_labels_from_a_cluster_dump() {
         messages,
         ["Forbidden: pods in namespace \"pay\" must stay on nodes matching \"pool In [pci]\" (policy pci-pool); this selection admits a node labelled {}, outside them"]
     );
+    // A namespace the dump lacks is said to be missing from it.
+    let ghost: &[u8] = b"apiVersion: v1\nkind: Pod\nmetadata: {name: g, namespace: ghost}\nspec:\n  containers: [{name: c, image: i}]\n";
+    let r3 = run(
+        &["check", "--rules", r, "--cluster", d, "-q", "-"],
+        Some(ghost),
+    );
+    assert_eq!(r3.code, 0, "{}", r3.stdout);
+    assert!(
+        r3.stdout.contains("warning[node-selection] Pod ghost/g: metadata.namespace: policy \"pci-pool\" selects namespaces by label and did not judge this object: the labels of namespace \"ghost\" are not known here\n    help: namespace \"ghost\" is neither in --cluster nor in the input before its objects: add it to either"),
+        "{}",
+        r3.stdout
+    );
     // Without them: one warning per namespace, on its first object.
     let without = run(&["check", "--rules", r, "-o", "json", "-"], Some(pods));
     assert_eq!(without.code, 0, "{}", without.stdout);
@@ -1007,8 +1028,8 @@ fn check_reads_namespace_labels_from_a_cluster_dump() {
     assert_eq!(
         warned,
         [
-            "3 \"Pod pay/a\": \"policy \\\"pci-pool\\\" selects namespaces by label, and the labels of namespace \\\"pay\\\" are not known here: this object was not judged against it\" (\"give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)\")",
-            "9 \"Pod shop/b\": \"policy \\\"pci-pool\\\" selects namespaces by label, and the labels of namespace \\\"shop\\\" are not known here: this object was not judged against it\" (\"give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)\")",
+            "3 \"Pod pay/a\": \"policy \\\"pci-pool\\\" selects namespaces by label and did not judge this object: the labels of namespace \\\"pay\\\" are not known here\" (\"give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)\")",
+            "9 \"Pod shop/b\": \"policy \\\"pci-pool\\\" selects namespaces by label and did not judge this object: the labels of namespace \\\"shop\\\" are not known here\" (\"give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)\")",
         ]
     );
     // A Namespace the API server would refuse is an error; a null label value is "".
@@ -1026,6 +1047,63 @@ fn check_reads_namespace_labels_from_a_cluster_dump() {
         r2.stdout
     );
     std::fs::remove_dir_all(dir).ok();
+}
+
+/// `review --namespaces`: the labels a server's cache would give, for policies that select
+/// namespaces by label; without them the request is not judged by those, and says so.
+#[test]
+fn review_takes_namespace_labels() {
+    let suite = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/suites/node-selection-labels"
+    );
+    let (rules, namespaces, case) = (
+        format!("{suite}/rules.yaml"),
+        format!("{suite}/namespaces.yaml"),
+        format!("{suite}/pod-update-gated-tightened-into-gpu.validate.json"),
+    );
+    let r = run(
+        &[
+            "review",
+            "--rules",
+            &rules,
+            "--namespaces",
+            &namespaces,
+            &case,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("(policy pci-teams-off-gpu)"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["review", "--rules", &rules, &case], None);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("node-selection: policies \\\"pci-pool\\\", \\\"pci-teams-off-gpu\\\" select namespaces by label and did not judge this request"),
+        "{}",
+        r.stdout
+    );
+    let r = run(
+        &[
+            "review",
+            "--rules",
+            &rules,
+            "--namespaces",
+            "/does/not/exist",
+            &case,
+        ],
+        None,
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("placement-guard: cannot read /does/not/exist: "),
+        "{}",
+        r.stderr
+    );
 }
 
 /// `check DIR | head -1`: a closed stdout ends every command quietly, as SIGPIPE ends other Unix

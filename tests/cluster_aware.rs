@@ -357,7 +357,12 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
         api.request("POST", &path, Some(("application/json", &to_z9_pod)))
     };
     until("the policy and the namespace's label in force", || {
-        create(true).0 == 403
+        let (code, body, _) = create(true);
+        code == 403
+            && body["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("(policy pci-off-z9)")
     });
     let (code, body, _) = create(false);
     assert_eq!(code, 403, "{body}");
@@ -371,8 +376,14 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     );
     assert_eq!(code, 200, "{body}");
     until("the label's removal in the cache", || create(true).0 == 201);
-    let (code, body, _) = create(false);
+    let (code, body, warnings) = create(false);
     assert_eq!(code, 201, "{body}");
+    // Judged, and found not to apply: no word of node-selection (as there would be, had the
+    // labels not been known).
+    assert!(
+        !warnings.iter().any(|w| w.starts_with("node-selection")),
+        "{warnings:?}"
+    );
 
     let (_, metrics) = get(&server, "/metrics");
     for want in [

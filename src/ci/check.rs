@@ -173,6 +173,18 @@ struct Live {
     placed: Vec<rules::Finding>,
 }
 
+/// Where a run takes namespace labels from, beside Namespace manifests: what to advise when
+/// they are missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelsFrom {
+    /// `check`: manifests, and `--cluster`.
+    Manifests,
+    /// `test`: the suite's namespaces.yaml.
+    Suite,
+    /// `audit`: the cluster's listing.
+    Cluster,
+}
+
 /// The objects of a namespace whose labels were not known when they were judged: said once, on
 /// the first of them, by [`Checker::finish`].
 struct Unlabelled {
@@ -201,6 +213,7 @@ pub struct Checker {
     namespaces: HashMap<String, BTreeMap<String, String>>,
     /// Namespaces whose objects were judged without their labels.
     unlabelled: BTreeMap<String, Unlabelled>,
+    labels_from: LabelsFrom,
 }
 
 impl Checker {
@@ -228,6 +241,7 @@ impl Checker {
             unplaced: 0,
             namespaces: HashMap::new(),
             unlabelled: BTreeMap::new(),
+            labels_from: LabelsFrom::Manifests,
         }
     }
 
@@ -246,23 +260,24 @@ impl Checker {
         let before = self.targets.index.len();
         for o in &objects {
             self.targets.add(&o.value, "");
-            if let Some((name, labels)) = namespace_object(&o.value) {
+            if let Some((name, labels)) = namespace_object(o)? {
                 self.namespaces.insert(name, labels);
             }
         }
         Ok(self.targets.index.len() - before)
     }
 
-    /// Namespace labels for every object checked (`test`: a suite's `namespaces.yaml`).
-    pub fn know_namespaces(&mut self, namespaces: &crate::admission::NamespaceLabels) {
+    /// Namespace labels for every object checked, from `from` (`test`: a suite's
+    /// namespaces.yaml; `audit`: the cluster's listing).
+    pub fn know_namespaces(
+        &mut self,
+        namespaces: &crate::admission::NamespaceLabels,
+        from: LabelsFrom,
+    ) {
+        self.labels_from = from;
         for (name, labels) in namespaces {
-            self.know_namespace(name, labels);
+            self.namespaces.insert(name.clone(), labels.clone());
         }
-    }
-
-    /// A namespace's labels as the cluster has them (`audit`).
-    pub fn know_namespace(&mut self, name: &str, labels: &BTreeMap<String, String>) {
-        self.namespaces.insert(name.to_string(), labels.clone());
     }
 
     /// Adds a file that could not be read at all.
@@ -604,36 +619,30 @@ impl Checker {
     /// The warning on the first object of a namespace whose labels were not known: which
     /// policies did not judge how many objects, and where the labels would come from.
     fn unlabelled_warning(&self, ns: &str, u: Unlabelled) -> Diagnostic {
-        let policies: Vec<String> = self
-            .rules
-            .spec
-            .node_selection
-            .policies
-            .iter()
-            .filter(|p| p.applies_to(ns, None).is_none())
-            .map(|p| format!("{:?}", p.name))
-            .collect();
-        let (policy, select, them) = match policies.len() {
-            1 => ("policy", "selects", "it"),
-            _ => ("policies", "select", "them"),
-        };
+        let policies = rules::node_selection::needing_labels(&self.rules.spec.node_selection, ns);
         let objects = match u.objects {
-            1 => "this object was".to_string(),
-            n => format!("this object and {} more in it were", n - 1),
+            1 => "this object".to_string(),
+            n => format!("this object and {} more in it", n - 1),
         };
-        let hint = match (&u.late, self.with_cluster) {
-            (Some(at), _) => format!(
+        let hint = match (&u.late, self.labels_from, self.with_cluster) {
+            (Some(at), _, _) => format!(
                 "its Namespace manifest ({at}) comes after them: give it first, as `kubectl apply` needs and Helm does"
             ),
-            (None, true) => format!(
+            (None, LabelsFrom::Cluster, _) => format!(
+                "namespace {ns:?} was not in the cluster's listing (see what the audit could not read)"
+            ),
+            (None, LabelsFrom::Suite, _) => format!(
+                "add namespace {ns:?} to the suite's namespaces.yaml, or its Namespace manifest before the objects in it"
+            ),
+            (None, LabelsFrom::Manifests, true) => format!(
                 "namespace {ns:?} is neither in --cluster nor in the input before its objects: add it to either"
             ),
-            (None, false) => "give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)".to_string(),
+            (None, LabelsFrom::Manifests, false) => "give its Namespace manifest before the objects in it, or `check --cluster` a dump holding it (`kubectl get namespaces -o yaml`)".to_string(),
         };
         Diagnostic {
             message: format!(
-                "{policy} {} {select} namespaces by label, and the labels of namespace {ns:?} are not known here: {objects} not judged against {them}",
-                policies.join(", ")
+                "{} and did not judge {objects}: the labels of namespace {ns:?} are not known here",
+                rules::node_selection::selecting_by_label(&policies)
             ),
             hint: Some(hint),
             ..u.first
@@ -656,13 +665,11 @@ impl Checker {
         let path = FieldPath::fields(&["metadata", "labels"]);
         let (labels, wrong) = namespace_labels(v);
         let mut errors = validate_labels(&labels, &path);
-        errors.extend(wrong.into_iter().map(|(k, value)| {
-            FieldError::invalid(
-                path.key(&k),
-                value,
-                "must be a string (quote it to make it a string)",
-            )
-        }));
+        errors.extend(
+            wrong
+                .into_iter()
+                .map(|(k, value)| FieldError::invalid(path.key(&k), value, NOT_A_STRING)),
+        );
         for e in errors {
             let d = on.diagnostic(RULE_INVALID, Severity::Error, &e.path, e.body(), None);
             self.report.diagnostics.push(d);
@@ -904,23 +911,42 @@ impl Found<'_> {
     }
 }
 
-/// The Namespaces of a manifest text (documents, Lists): their labels by name.
+/// The Namespaces of a manifest text (documents, Lists): their labels by name. A label value
+/// kube-apiserver would refuse is an error (`line:column: path: ...`), as it is in `check`.
 pub fn namespaces_of(text: &str) -> Result<crate::admission::NamespaceLabels, String> {
     let objects = manifest::parse(text).map_err(|e| e.to_string())?;
-    Ok(objects
-        .iter()
-        .filter_map(|o| namespace_object(&o.value))
-        .collect())
+    let mut out = crate::admission::NamespaceLabels::new();
+    for o in &objects {
+        let Some((name, labels)) = namespace_object(o)? else {
+            continue;
+        };
+        out.insert(name, labels);
+    }
+    Ok(out)
 }
 
-/// A v1 Namespace's name and labels (`--cluster`).
-fn namespace_object(v: &Value) -> Option<(String, BTreeMap<String, String>)> {
+type Labels = BTreeMap<String, String>;
+
+/// A v1 Namespace's name and labels; an error for a label value that is not a string.
+fn namespace_object(o: &Object) -> Result<Option<(String, Labels)>, String> {
+    let v = &o.value;
     if v["apiVersion"] != "v1" || v["kind"] != "Namespace" {
-        return None;
+        return Ok(None);
     }
-    let name = v["metadata"]["name"].as_str().filter(|n| !n.is_empty())?;
-    Some((name.to_string(), namespace_labels(v).0))
+    let Some(name) = v["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    let (labels, wrong) = namespace_labels(v);
+    if let Some((k, value)) = wrong.into_iter().next() {
+        let path = FieldPath::fields(&["metadata", "labels"]).key(&k);
+        let at = o.position(&path);
+        let e = FieldError::invalid(path, value, NOT_A_STRING);
+        return Err(format!("{}:{}: Namespace {name}: {e}", at.line, at.column));
+    }
+    Ok(Some((name.to_string(), labels)))
 }
+
+const NOT_A_STRING: &str = "must be a string (quote it to make it a string)";
 
 /// A Namespace's labels as kube-apiserver stores them (a null value is the empty string, as
 /// Go decodes it), with the `kubernetes.io/metadata.name` label it gives every namespace; and

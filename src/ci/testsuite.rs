@@ -222,7 +222,7 @@ fn manifest_outcome(
     namespaces: &NamespaceLabels,
 ) -> Result<Value, String> {
     let mut checker = Checker::new(rules);
-    checker.know_namespaces(namespaces);
+    checker.know_namespaces(namespaces, crate::ci::check::LabelsFrom::Suite);
     checker.check_text(name, text);
     let report = checker.finish();
     if report.objects == 0 && report.diagnostics.is_empty() {

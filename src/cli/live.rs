@@ -644,6 +644,21 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
             // Rules still apply without the right to read the whole cluster.
             Err(e @ LiveError(_)) if e.0.contains("403 Forbidden") => {
                 incomplete.push(format!("placement not checked: {}", e.0));
+                let selecting: Vec<String> = run
+                    .rules
+                    .spec
+                    .node_selection
+                    .policies
+                    .iter()
+                    .filter(|p| p.needs_labels())
+                    .map(|p| format!("{:?}", p.name))
+                    .collect();
+                if !selecting.is_empty() {
+                    incomplete.push(format!(
+                        "node-selection policies {} not judged: they select namespaces by label, and the namespaces were not listed",
+                        selecting.join(", ")
+                    ));
+                }
                 None
             }
             Err(e) => return Err(e.0),
@@ -763,9 +778,8 @@ struct Tally {
 /// `audit`'s checker: node-selection policies match the listed Namespaces' labels.
 fn audit_checker(rules: &RuleSet, snapshot: Option<&Cluster>) -> Checker {
     let mut checker = Checker::new(rules);
-    for (name, labels) in snapshot.iter().flat_map(|c| &c.namespaces) {
-        checker.know_namespace(name, labels);
-    }
+    let listed = snapshot.map(|c| &c.namespaces).cloned().unwrap_or_default();
+    checker.know_namespaces(&listed, crate::ci::check::LabelsFrom::Cluster);
     checker
 }
 
@@ -1178,9 +1192,15 @@ mod tests {
         .unwrap();
         let mut audited = Audited::new(&rules, Some(&cluster));
         let inside = serde_json::json!({"pool": "tenants"});
-        for (name, node) in [("on-gpu", "gpu-1"), ("fine", "t-1")] {
+        // team-d is not in the listing: where its pod runs is not judged by the policy, which
+        // selects by label, and the audit says so.
+        for (name, node, ns) in [
+            ("on-gpu", "gpu-1", "team-a"),
+            ("fine", "t-1", "team-a"),
+            ("unlisted", "gpu-1", "team-d"),
+        ] {
             let v = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": "team-a"},
+                "metadata": {"name": name, "namespace": ns},
                 "spec": {"nodeName": node, "nodeSelector": inside, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]}]}}}},
                 "status": {"phase": "Running"}});
             audited.one(Some(&cluster), Kind::Pod, v);
@@ -1263,7 +1283,8 @@ mod tests {
                 "team-c/CronJob/hourly Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
                 "team-c/CronJob/hourly Warning spec.jobTemplate.spec.template.spec.topologySpreadConstraints: no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname, maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=hourly)",
                 "team-c/CronJob/nightly Warning spec.jobTemplate.spec.template.spec.topologySpreadConstraints: no topology spread constraints; the webhook would add: maxSkew 3 on kubernetes.io/hostname, maxSkew 5 on topology.kubernetes.io/zone (ScheduleAnyway, selecting app=nightly)",
-                "team-c/Job/nightly-1 Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+                "team-c/Job/nightly-1 Warning : no node can run a new pod of this template now: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.",
+                "team-d/Pod/unlisted Warning metadata.namespace: policy \"off-gpu\" selects namespaces by label and did not judge this object: the labels of namespace \"team-d\" are not known here",
             ]
         );
     }

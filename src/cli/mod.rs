@@ -224,6 +224,10 @@ pub enum Command {
         /// With --mutate: print the patched object instead of the AdmissionReview.
         #[arg(long, requires = "mutate")]
         apply: bool,
+        /// Namespaces (`kubectl get namespaces -o yaml`) whose labels node-selection policies
+        /// with a namespaceSelector match, as a server's cluster cache would give them.
+        #[arg(long, value_name = "FILE")]
+        namespaces: Option<PathBuf>,
         /// AdmissionReview JSON file, or - for stdin.
         #[arg(default_value = "-")]
         file: String,
@@ -359,11 +363,15 @@ fn rules_table() -> String {
 }
 
 fn load_rules(path: Option<&PathBuf>) -> Result<RuleSet, String> {
-    load_rules_with_bytes(path).map(|(r, _)| r)
+    load_rules_with_bytes(path, None).map(|(r, _)| r)
 }
 
-/// The rules and the bytes they were read from (the server's reloads compare against them).
-fn load_rules_with_bytes(path: Option<&PathBuf>) -> Result<(RuleSet, Option<Vec<u8>>), String> {
+/// The rules and the bytes they were read from (the server's reloads compare against them);
+/// `serving`: for `serve`, with or without `--cluster-aware`.
+fn load_rules_with_bytes(
+    path: Option<&PathBuf>,
+    serving: Option<bool>,
+) -> Result<(RuleSet, Option<Vec<u8>>), String> {
     match path {
         None => Ok((RuleSet::default(), None)),
         Some(p) => {
@@ -371,8 +379,12 @@ fn load_rules_with_bytes(path: Option<&PathBuf>) -> Result<(RuleSet, Option<Vec<
                 .map_err(|e| format!("cannot read rule file {}: {e}", p.display()))?;
             let text = String::from_utf8(bytes.clone())
                 .map_err(|e| format!("cannot read rule file {}: {e}", p.display()))?;
-            let rules =
-                RuleSet::from_yaml(&p.display().to_string(), &text).map_err(|e| e.to_string())?;
+            let origin = p.display().to_string();
+            let rules = match serving {
+                None => RuleSet::from_yaml(&origin, &text),
+                Some(aware) => RuleSet::from_yaml_to_serve(&origin, &text, aware),
+            }
+            .map_err(|e| e.to_string())?;
             Ok((rules, Some(bytes)))
         }
     }
@@ -413,16 +425,11 @@ pub fn run() -> ExitCode {
             cache_max_silence,
         } => {
             let _log_guard = init_logging(log_format);
-            let (rules, rules_bytes) = match load_rules_with_bytes(rules_path.as_ref()) {
-                Ok(r) => r,
-                Err(e) => return fail(e),
-            };
-            if !cluster_aware {
-                let selecting = rules.spec.node_selection.policies.iter();
-                for p in selecting.filter(|p| p.namespace_selector.is_some()) {
-                    tracing::warn!(policy = %p.name, "this nodeSelection policy selects namespaces by label, which only --cluster-aware knows: it judges no request, and each request it might apply to is answered with a warning that says so");
-                }
-            }
+            let (rules, rules_bytes) =
+                match load_rules_with_bytes(rules_path.as_ref(), Some(cluster_aware)) {
+                    Ok(r) => r,
+                    Err(e) => return fail(e),
+                };
             // Checked before a development certificate is written, and named in its hint.
             let bound = match std::net::ToSocketAddrs::to_socket_addrs(addr.as_str()) {
                 Ok(mut a) => a.next(),
@@ -485,11 +492,24 @@ pub fn run() -> ExitCode {
             rules,
             mutate,
             apply,
+            namespaces,
             file,
         } => {
             let rules = match load_rules(rules.as_ref()) {
                 Ok(r) => r,
                 Err(e) => return fail(e),
+            };
+            let namespaces = match namespaces.map(|p| {
+                let shown = p.display().to_string();
+                std::fs::read_to_string(&p)
+                    .map_err(|e| format!("cannot read {shown}: {e}"))
+                    .and_then(|t| {
+                        crate::ci::check::namespaces_of(&t).map_err(|e| format!("{shown}: {e}"))
+                    })
+            }) {
+                None => admission::NamespaceLabels::new(),
+                Some(Ok(n)) => n,
+                Some(Err(e)) => return fail(e),
             };
             let body = match read_input(&file) {
                 Ok(b) if b.len() > server::MAX_BODY_BYTES => {
@@ -506,7 +526,7 @@ pub fn run() -> ExitCode {
             } else {
                 Endpoint::Validate
             };
-            match admission::review(&body, endpoint, &rules) {
+            match admission::review_with_namespaces(&body, endpoint, &rules, &namespaces) {
                 Ok(r) => {
                     let shown = if apply {
                         admission::patched_object(&body, &r).map_err(|e| e.to_string())

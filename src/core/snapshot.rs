@@ -190,13 +190,12 @@ pub fn node_of(obj: SlimObject, from_api: bool) -> Node {
     }
 }
 
-/// A Namespace's name and labels, its name label included (the apiserver always sets it).
+/// A Namespace's name and labels, its name label included: the apiserver always sets it to the
+/// name, whatever a manifest or a hand-edited dump says.
 pub fn namespace_of(obj: SlimObject) -> (String, BTreeMap<String, String>) {
     let name = obj.metadata.name.unwrap_or_default();
     let mut labels = obj.metadata.labels.unwrap_or_default();
-    labels
-        .entry("kubernetes.io/metadata.name".into())
-        .or_insert_with(|| name.clone());
+    labels.insert("kubernetes.io/metadata.name".into(), name.clone());
     (name, labels)
 }
 

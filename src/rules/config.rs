@@ -128,25 +128,34 @@ impl RuleSet {
     }
 
     /// Checks what the types alone cannot.
+    /// [`RuleSet::from_yaml`] for `serve`: without `--cluster-aware` the server knows no
+    /// namespace labels, so a node-selection policy that needs them would judge nothing (while
+    /// `check` and `test` read them from manifests): refused.
+    pub fn from_yaml_to_serve(
+        origin: &str,
+        text: &str,
+        cluster_aware: bool,
+    ) -> Result<RuleSet, LoadError> {
+        let rules = RuleSet::from_yaml(origin, text)?;
+        if cluster_aware {
+            return Ok(rules);
+        }
+        let policies = rules.spec.node_selection.policies.iter().enumerate();
+        match policies.filter(|(_, p)| p.needs_labels()).map(|(i, _)| i).next() {
+            None => Ok(rules),
+            Some(i) => Err(positioned(
+                origin,
+                text,
+                &FieldPath::fields(&["spec", "nodeSelection", "policies"])
+                    .index(i)
+                    .child("namespaceSelector"),
+                "Forbidden: selects namespaces by labels, which a server only knows with --cluster-aware (its cache of the cluster): serve with --cluster-aware, or select namespaces by name (namespaces, or the kubernetes.io/metadata.name label)".to_string(),
+            )),
+        }
+    }
+
     fn check(&self, origin: &str, text: &str) -> Result<(), LoadError> {
-        // Positions from the manifest reader, which records each key's (the text parsed above);
-        // read again only for a file that is refused.
-        let at = |path: &FieldPath, message: String| {
-            let positioned = crate::k8s::manifest::parse(text)
-                .ok()
-                .and_then(|o| o.into_iter().next());
-            let (line, column) = positioned.as_ref().map_or((1, 1), |o| {
-                let p = o.position(path);
-                (p.line as u64, p.column as u64)
-            });
-            LoadError {
-                origin: origin.to_string(),
-                line,
-                column,
-                field: format!("{path}: "),
-                message,
-            }
-        };
+        let at = |path: &FieldPath, message: String| positioned(origin, text, path, message);
         if self.api_version != API_VERSION {
             return Err(at(
                 &FieldPath::new("apiVersion"),
@@ -185,6 +194,25 @@ impl RuleSet {
             return Err(at(&e.path, e.body()));
         }
         Ok(())
+    }
+}
+
+/// A refusal of the rule file `text` at `path`, positioned by the manifest reader, which records
+/// each key's (read again only for a file that is refused).
+fn positioned(origin: &str, text: &str, path: &FieldPath, message: String) -> LoadError {
+    let source = crate::k8s::manifest::parse(text)
+        .ok()
+        .and_then(|o| o.into_iter().next());
+    let (line, column) = source.as_ref().map_or((1, 1), |o| {
+        let p = o.position(path);
+        (p.line as u64, p.column as u64)
+    });
+    LoadError {
+        origin: origin.to_string(),
+        line,
+        column,
+        field: format!("{path}: "),
+        message,
     }
 }
 

@@ -189,14 +189,18 @@ mod strict {
 
 impl Policy {
     /// Whether the policy applies to the pods of `namespace`, whose labels are `labels` when
-    /// known: both its names and its selector must match, as a `namespaces` list and a
-    /// `namespaceSelector` do together in a pod affinity term. `None`: it selects by label and
-    /// the labels are not known.
+    /// known: both its names and its selector must match (as Gatekeeper's `match` and
+    /// Kyverno's `resources` combine them; a pod affinity term unites its two instead). `None`:
+    /// it selects by label and the labels are not known. No policy applies to an object that
+    /// names no namespace (`check` says so once).
     pub fn applies_to(
         &self,
         namespace: &str,
         labels: Option<&BTreeMap<String, String>>,
     ) -> Option<bool> {
+        if namespace.is_empty() {
+            return Some(false);
+        }
         if !self.namespaces.is_empty()
             && !self
                 .namespaces
@@ -211,6 +215,32 @@ impl Policy {
             (Some(sel), None) => by_name_alone(sel, namespace),
         }
     }
+
+    /// Whether the policy needs namespace labels beyond the name to know where it applies:
+    /// what a server without `--cluster-aware` can never judge.
+    pub fn needs_labels(&self) -> bool {
+        self.namespace_selector
+            .as_ref()
+            .is_some_and(reads_other_labels)
+    }
+}
+
+/// What a run says of policies that could not tell whether they apply to a namespace:
+/// `policy "a" selects` / `policies "a", "b" select`.
+pub fn selecting_by_label(policies: &[&Policy]) -> String {
+    let names: Vec<String> = policies.iter().map(|p| format!("{:?}", p.name)).collect();
+    match names.as_slice() {
+        [one] => format!("policy {one} selects namespaces by label"),
+        _ => format!("policies {} select namespaces by label", names.join(", ")),
+    }
+}
+
+/// The policies of `s` that need the labels of `namespace` to know whether they apply to it.
+pub fn needing_labels<'a>(s: &'a NodeSelection, namespace: &str) -> Vec<&'a Policy> {
+    s.policies
+        .iter()
+        .filter(|p| p.applies_to(namespace, None).is_none())
+        .collect()
 }
 
 /// The label kube-apiserver gives every namespace, its name.
@@ -235,8 +265,12 @@ fn by_name_alone(sel: &LabelSelector, namespace: &str) -> Option<bool> {
     if !crate::core::labels::selector_matches(&on_name, &known) {
         return Some(false);
     }
-    let others = sel
-        .match_labels
+    (!reads_other_labels(sel)).then_some(true)
+}
+
+/// Whether a selector reads labels other than the namespace's name.
+fn reads_other_labels(sel: &LabelSelector) -> bool {
+    sel.match_labels
         .iter()
         .flatten()
         .any(|(k, _)| k != NAME_LABEL)
@@ -244,8 +278,7 @@ fn by_name_alone(sel: &LabelSelector, namespace: &str) -> Option<bool> {
             .match_expressions
             .iter()
             .flatten()
-            .any(|r| r.key != NAME_LABEL);
-    (!others).then_some(true)
+            .any(|r| r.key != NAME_LABEL)
 }
 
 /// The labels of `namespace` as the caller or the cluster cache knows them, or why they are not
@@ -266,27 +299,20 @@ fn namespace_labels<'a>(input: &Input<'a>) -> Result<&'a BTreeMap<String, String
 
 /// Why some policies could not tell whether they apply, in words.
 fn unknown_labels_note(namespace: &str, why: &str, policies: &[&Policy]) -> String {
-    let names: Vec<String> = policies.iter().map(|p| format!("{:?}", p.name)).collect();
-    let (policy, select) = if names.len() == 1 {
-        ("policy", "selects")
-    } else {
-        ("policies", "select")
-    };
     let reason = match why {
         "namespace_not_cached" => format!(
             "namespace {namespace:?} is not in the server's cluster cache yet (created a moment ago, or the watch lags)"
         ),
         "namespace_labels_unknown" => format!(
-            "the labels of namespace {namespace:?} are not known without the cluster: a server reads them from its cache with `serve --cluster-aware`"
+            "the labels of namespace {namespace:?} are not known here (a server reads them from its cluster cache with `serve --cluster-aware`, `test` from its suite's namespaces.yaml, `review` from --namespaces)"
         ),
         other => format!(
             "the server's cluster cache cannot be trusted now ({other}), and with it the labels of namespace {namespace:?}"
         ),
     };
     format!(
-        "{policy} {} {select} namespaces by label, and {reason}: not judged against {}",
-        names.join(", "),
-        if names.len() == 1 { "it" } else { "them" }
+        "{} and did not judge this request; {reason}",
+        selecting_by_label(policies)
     )
 }
 

@@ -409,7 +409,8 @@ impl Reloader {
     }
 
     fn load_rules(&mut self, path: &std::path::Path, text: &str) {
-        match RuleSet::from_yaml(&path.display().to_string(), text) {
+        let aware = self.state.cache.is_some();
+        match RuleSet::from_yaml_to_serve(&path.display().to_string(), text, aware) {
             Ok(r) => {
                 self.state.set_rules(r);
                 self.state.metrics.rules_reload(true);

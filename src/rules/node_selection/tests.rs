@@ -456,8 +456,13 @@ spec:
         matchExpressions: [{key: tier, operator: In, values: [restricted]}]
       requiredNodes:
       - matchExpressions: [{key: pool, operator: In, values: [tenants]}]
+    - name: new-is-reserved
+      namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: new}}
+      requiredNodes:
+      - matchExpressions: [{key: pool, operator: In, values: [reserved]}]
 "#,
     );
+    // As the cache holds them: every namespace carries its name as a label.
     let labelled = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
         pairs
             .iter()
@@ -471,7 +476,10 @@ spec:
         ("other", labelled(&[("tier", "restricted")])),
     ]
     .into_iter()
-    .map(|(n, l)| (n.to_string(), l))
+    .map(|(n, mut l)| {
+        l.insert("kubernetes.io/metadata.name".into(), n.to_string());
+        (n.to_string(), l)
+    })
     .collect();
     let node: crate::core::snapshot::SlimObject = serde_json::from_value(
         json!({"metadata": {"name": "n1", "labels": {"pool": "tenants"}}, "spec": {}}),
@@ -500,24 +508,32 @@ spec:
         // Its labels match restricted-teams' selector, its name not the policy's globs.
         ("other", ready, true, "", None),
         (
-            "new",
+            "fresh",
             ready,
             true,
-            r#"node-selection: policy "tenants-off-gpu" selects namespaces by label, and namespace "new" is not in the server's cluster cache yet (created a moment ago, or the watch lags): not judged against it"#,
+            r#"node-selection: policy "tenants-off-gpu" selects namespaces by label and did not judge this request; namespace "fresh" is not in the server's cluster cache yet (created a moment ago, or the watch lags)"#,
+            Some("namespace_not_cached"),
+        ),
+        // A policy on the name alone still judges where another's labels are not known.
+        (
+            "new",
+            ready,
+            false,
+            r#"spec.nodeSelector: Forbidden: pods in namespace "new" must stay on nodes matching "pool In [reserved]" (policy new-is-reserved); this selection admits a node labelled {}, outside them"#,
             Some("namespace_not_cached"),
         ),
         (
             "team-b",
             ClusterState::Unavailable("not_synced"),
             true,
-            r#"node-selection: policies "tenants-off-gpu", "restricted-teams" select namespaces by label, and the server's cluster cache cannot be trusted now (not_synced), and with it the labels of namespace "team-b": not judged against them"#,
+            r#"node-selection: policies "tenants-off-gpu", "restricted-teams" select namespaces by label and did not judge this request; the server's cluster cache cannot be trusted now (not_synced), and with it the labels of namespace "team-b""#,
             Some("not_synced"),
         ),
         (
             "shop",
             ClusterState::Absent,
             true,
-            r#"node-selection: policy "tenants-off-gpu" selects namespaces by label, and the labels of namespace "shop" are not known without the cluster: a server reads them from its cache with `serve --cluster-aware`: not judged against it"#,
+            r#"node-selection: policy "tenants-off-gpu" selects namespaces by label and did not judge this request; the labels of namespace "shop" are not known here (a server reads them from its cluster cache with `serve --cluster-aware`, `test` from its suite's namespaces.yaml, `review` from --namespaces)"#,
             Some("namespace_labels_unknown"),
         ),
     ];
@@ -588,6 +604,8 @@ fn a_selector_on_the_name_alone_needs_no_labels() {
         ("[]", "{matchLabels: {tenant: a}}", "y", None, Some(true)),
         ("[team-*]", "{matchLabels: {tenant: a}}", "y", Some(false), Some(false)),
         ("[team-*]", "{matchLabels: {tenant: a}}", "team-y", None, Some(true)),
+        // An object that names no namespace (`check` without -n): no policy, said once.
+        ("[\"*\"]", "{}", "", Some(false), Some(false)),
     ];
     for &(names, selector, ns, unknown, known) in cases {
         let p = policy(names, selector);
@@ -601,5 +619,33 @@ fn a_selector_on_the_name_alone_needs_no_labels() {
             known,
             "{names} {selector} {ns} with labels"
         );
+    }
+}
+
+/// `serve` without `--cluster-aware` knows no namespace labels: a policy that needs them is
+/// refused at start and at reload; one on the name alone is not.
+#[test]
+fn a_server_without_the_cluster_refuses_policies_that_need_labels() {
+    let head = "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - {name: a, allowedTolerations: [], namespaceSelector: ";
+    for (selector, refused) in [
+        ("{matchLabels: {tenant: x}}}\n", true),
+        (
+            "{matchExpressions: [{key: tier, operator: Exists}]}}\n",
+            true,
+        ),
+        ("{}}\n", false),
+        ("{matchLabels: {kubernetes.io/metadata.name: x}}}\n", false),
+    ] {
+        let text = format!("{head}{selector}");
+        assert!(RuleSet::from_yaml_to_serve("r.yaml", &text, true).is_ok());
+        let got = RuleSet::from_yaml_to_serve("r.yaml", &text, false).map_err(|e| e.to_string());
+        match refused {
+            true => assert_eq!(
+                got.unwrap_err(),
+                "r.yaml:6:41: spec.nodeSelection.policies[0].namespaceSelector: Forbidden: selects namespaces by labels, which a server only knows with --cluster-aware (its cache of the cluster): serve with --cluster-aware, or select namespaces by name (namespaces, or the kubernetes.io/metadata.name label)",
+                "{selector}"
+            ),
+            false => assert!(got.is_ok(), "{selector}: {got:?}"),
+        }
     }
 }
