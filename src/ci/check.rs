@@ -10,7 +10,7 @@ use crate::ci::report::{Diagnostic, Report, Severity, Suppressed};
 use crate::k8s::fieldpath::FieldError;
 use crate::k8s::fieldpath::FieldPath;
 use crate::k8s::manifest::{self, Object};
-use crate::k8s::validation::{validate_labels, validate_scheduling};
+use crate::k8s::validation::{dns1123_label_errors, validate_labels, validate_scheduling};
 use crate::k8s::workload::{self, group_of, Kind};
 use crate::kruise::workloadspread::{self as ws, Target};
 use crate::rules::{
@@ -492,13 +492,12 @@ impl Checker {
             unknown.extend(null_unknown);
             for path in unknown {
                 let fp = FieldPath::parse(&path);
-                let field = path.rsplit(['.', '[']).next().unwrap_or(&path);
                 self.report.diagnostics.push(on.diagnostic(
                     RULE_INVALID,
                     Severity::Error,
                     &fp,
-                    format!("unknown field {:?}: kube-apiserver's strict field validation (kubectl's default) refuses the object, and without it the field is dropped", field.trim_end_matches(']')),
-                    Some("check its spelling and where it is nested against the API reference (`kubectl explain`)".into()),
+                    unknown_field(&path),
+                    Some(UNKNOWN_FIELD_HINT.into()),
                 ));
             }
             workload::parse_value(kind, v)
@@ -653,26 +652,20 @@ impl Checker {
     /// checks them (it would refuse the namespace, and every object in it after).
     fn namespace_manifest(&mut self, file: &str, obj: &Object) {
         let v = &obj.value;
-        let Some(name) = v["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
-            return;
-        };
+        let name = v["metadata"]["name"].as_str().unwrap_or("");
         let object = format!("Namespace {name}");
         let on = Found {
             file,
             obj,
             object: &object,
         };
-        let path = FieldPath::fields(&["metadata", "labels"]);
-        let (labels, wrong) = namespace_labels(v);
-        let mut errors = validate_labels(&labels, &path);
-        errors.extend(
-            wrong
-                .into_iter()
-                .map(|(k, value)| FieldError::invalid(path.key(&k), value, NOT_A_STRING)),
-        );
-        for e in errors {
-            let d = on.diagnostic(RULE_INVALID, Severity::Error, &e.path, e.body(), None);
+        let (labels, problems) = namespace_problems(v);
+        for (path, message, hint) in problems {
+            let d = on.diagnostic(RULE_INVALID, Severity::Error, &path, message, hint);
             self.report.diagnostics.push(d);
+        }
+        if name.is_empty() {
+            return;
         }
         if let Some(u) = self.unlabelled.get_mut(name) {
             u.late
@@ -911,42 +904,121 @@ impl Found<'_> {
     }
 }
 
-/// The Namespaces of a manifest text (documents, Lists): their labels by name. A label value
-/// kube-apiserver would refuse is an error (`line:column: path: ...`), as it is in `check`.
+/// The Namespaces of a file that holds only Namespaces (a test suite's namespaces.yaml,
+/// `review --namespaces`; `kubectl get namespaces -o yaml` as it is): their labels by name.
+/// Whatever kube-apiserver would refuse in one, another kind, a namespace given twice or no
+/// namespace at all is an error (`line:column: ...`, as a manifest's parse error is): a label
+/// left out would quietly leave the policies that select by it unapplied.
 pub fn namespaces_of(text: &str) -> Result<crate::admission::NamespaceLabels, String> {
     let objects = manifest::parse(text).map_err(|e| e.to_string())?;
     let mut out = crate::admission::NamespaceLabels::new();
     for o in &objects {
+        let at = o.start();
         let Some((name, labels)) = namespace_object(o)? else {
-            continue;
+            let kind = o.value["kind"].as_str().unwrap_or("an object without kind");
+            return Err(format!(
+                "{}:{}: {kind}: only v1 Namespaces belong here (their labels are what this file gives)",
+                at.line, at.column
+            ));
         };
-        out.insert(name, labels);
+        if out.insert(name.clone(), labels).is_some() {
+            return Err(format!(
+                "{}:{}: Namespace {name}: given twice",
+                at.line, at.column
+            ));
+        }
+    }
+    if out.is_empty() {
+        return Err("1:1: no Namespace in it".to_string());
     }
     Ok(out)
 }
 
-type Labels = BTreeMap<String, String>;
-
-/// A v1 Namespace's name and labels; an error for a label value that is not a string.
+/// A v1 Namespace's name and labels (`None` for another kind); an error (`line:column: ...`)
+/// for the first thing kube-apiserver would refuse in it.
 fn namespace_object(o: &Object) -> Result<Option<(String, Labels)>, String> {
     let v = &o.value;
     if v["apiVersion"] != "v1" || v["kind"] != "Namespace" {
         return Ok(None);
     }
-    let Some(name) = v["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
-        return Ok(None);
-    };
-    let (labels, wrong) = namespace_labels(v);
-    if let Some((k, value)) = wrong.into_iter().next() {
-        let path = FieldPath::fields(&["metadata", "labels"]).key(&k);
+    let name = v["metadata"]["name"].as_str().unwrap_or("");
+    let (labels, problems) = namespace_problems(v);
+    if let Some((path, message, _)) = problems.into_iter().next() {
         let at = o.position(&path);
-        let e = FieldError::invalid(path, value, NOT_A_STRING);
-        return Err(format!("{}:{}: Namespace {name}: {e}", at.line, at.column));
+        return Err(format!(
+            "{}:{}: Namespace {name}: {path}: {message}",
+            at.line, at.column
+        ));
     }
     Ok(Some((name.to_string(), labels)))
 }
 
+type Labels = BTreeMap<String, String>;
+
+/// A Namespace manifest's labels, and what kube-apiserver would refuse in it (path, message,
+/// hint): a field it does not know (strict field validation, kubectl's default), a value of
+/// the wrong type, its name, its labels.
+fn namespace_problems(v: &Value) -> (Labels, Vec<(FieldPath, String, Option<String>)>) {
+    let mut out = Vec::new();
+    let (labels, wrong) = namespace_labels(v);
+    let at_labels = FieldPath::fields(&["metadata", "labels"]);
+    for (k, value) in &wrong {
+        let e = FieldError::invalid(at_labels.key(k), value.clone(), NOT_A_STRING);
+        out.push((e.path.clone(), e.body(), None));
+    }
+    // Read with the labels as stored (null is "", the refused ones out of the way), so that
+    // only what is not said above is said.
+    let mut stored = v.clone();
+    if stored["metadata"]["labels"].is_object() {
+        stored["metadata"]["labels"] = serde_json::json!(labels);
+    }
+    match workload::typed_namespace(&stored) {
+        Ok(unknown) => {
+            for path in unknown {
+                let message = unknown_field(&path);
+                out.push((
+                    FieldPath::parse(&path),
+                    message,
+                    Some(UNKNOWN_FIELD_HINT.into()),
+                ));
+            }
+        }
+        Err(e) => out.push((
+            FieldPath::parse(&e.path),
+            format!("cannot read Namespace: {}", e.message),
+            None,
+        )),
+    }
+    let at_name = FieldPath::fields(&["metadata", "name"]);
+    match v["metadata"]["name"].as_str().unwrap_or("") {
+        "" => out.push((
+            at_name,
+            "Required value: name or generateName is required".to_string(),
+            None,
+        )),
+        name => {
+            for m in dns1123_label_errors(name) {
+                let e = FieldError::invalid(at_name.clone(), serde_json::json!(name), m);
+                out.push((e.path.clone(), e.body(), None));
+            }
+        }
+    }
+    for e in validate_labels(&labels, &at_labels) {
+        out.push((e.path.clone(), e.body(), None));
+    }
+    (labels, out)
+}
+
 const NOT_A_STRING: &str = "must be a string (quote it to make it a string)";
+
+/// What `check` says of a field kube-apiserver does not know, at `path`.
+fn unknown_field(path: &str) -> String {
+    let field = path.rsplit(['.', '[']).next().unwrap_or(path);
+    format!("unknown field {:?}: kube-apiserver's strict field validation (kubectl's default) refuses the object, and without it the field is dropped", field.trim_end_matches(']'))
+}
+
+const UNKNOWN_FIELD_HINT: &str =
+    "check its spelling and where it is nested against the API reference (`kubectl explain`)";
 
 /// A Namespace's labels as kube-apiserver stores them (a null value is the empty string, as
 /// Go decodes it), with the `kubernetes.io/metadata.name` label it gives every namespace; and

@@ -455,8 +455,9 @@ pub fn sarif(r: &Report, root: Option<&str>) -> String {
 }
 
 /// JUnit XML for GitLab and Jenkins: one test case per checked object (and per unreadable file);
-/// errors fail it, warnings are listed in its output.
-pub fn junit(r: &Report) -> String {
+/// errors fail it, warnings are listed in its output, and fail it too with `fail_on_warnings`
+/// (`--fail-on warning`), so that the report agrees with the exit code.
+pub fn junit(r: &Report, fail_on_warnings: bool) -> String {
     use quick_junit::{NonSuccessKind, Report as JReport, TestCase, TestCaseStatus, TestSuite};
     let mut suite = TestSuite::new("placement-guard check");
     // Files that could not be read, then every checked object, clean ones included.
@@ -503,8 +504,14 @@ pub fn junit(r: &Report) -> String {
         } else {
             format!("{file}: {object}")
         };
-        let status = if errors.is_empty() {
+        let fails = !errors.is_empty() || (fail_on_warnings && !warnings.is_empty());
+        let status = if !fails {
             TestCaseStatus::success()
+        } else if errors.is_empty() {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("{} warning(s)", warnings.len()));
+            s.set_description(warnings.join("\n"));
+            s
         } else {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("{} error(s)", errors.len()));

@@ -330,7 +330,7 @@ pub fn suite_namespaces(suite: &Path) -> Result<NamespaceLabels, String> {
     let text = std::fs::read(&path)
         .map_err(|e| format!("cannot read {display}: {e}"))
         .and_then(|b| crate::cli::inputs::decode(b).map_err(|e| format!("{display}: {e}")))?;
-    crate::ci::check::namespaces_of(&text).map_err(|e| format!("{display}: {e}"))
+    crate::ci::check::namespaces_of(&text).map_err(|e| format!("{display}:{e}"))
 }
 
 pub fn run_case(

@@ -504,7 +504,7 @@ pub fn run() -> ExitCode {
                 std::fs::read_to_string(&p)
                     .map_err(|e| format!("cannot read {shown}: {e}"))
                     .and_then(|t| {
-                        crate::ci::check::namespaces_of(&t).map_err(|e| format!("{shown}: {e}"))
+                        crate::ci::check::namespaces_of(&t).map_err(|e| format!("{shown}:{e}"))
                     })
             }) {
                 None => admission::NamespaceLabels::new(),
@@ -842,7 +842,7 @@ fn render_report(mut report: crate::ci::report::Report, run: &ReportArgs) -> Exi
             let root = std::env::current_dir().ok();
             report::sarif(&report, root.as_ref().and_then(|r| r.to_str()))
         }
-        Output::Junit => report::junit(&report),
+        Output::Junit => report::junit(&report, run.fail_on == FailOn::Warning),
     };
     out!("{rendered}");
     let failing = report.count(Severity::Error) > 0

@@ -338,7 +338,7 @@ pub fn validate_term(
 }
 
 /// `IsDNS1123Label` as `ValidateNamespaceName` reports it.
-fn dns1123_label_errors(s: &str) -> Vec<String> {
+pub fn dns1123_label_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push("must be no more than 63 bytes".to_string());

@@ -950,53 +950,7 @@ pub fn typed(kind: Kind, value: &Value) -> Result<Vec<String>, ParseError> {
         type Out = Result<Vec<String>, ParseError>;
         fn read<T: serde::de::DeserializeOwned>(self) -> Self::Out {
             let Check { kind, value, at } = self;
-            let mut unknown = Vec::new();
-            if value.is_null() {
-                return Ok(unknown);
-            }
-            // The apiserver's decoder reads a null as the field's zero value
-            // (`args: [--a, ~]`), where serde refuses it: nulls in lists are left out
-            // ([`zero_nulls`] took the others).
-            let stripped;
-            let value = if has_list_null(value) {
-                let mut copy = value.clone();
-                strip_nulls(&mut copy, true);
-                stripped = copy;
-                &stripped
-            } else {
-                value
-            };
-            let mut passed_over = |p: serde_ignored::Path| unknown.push(ignored_path(&at, &p));
-            let read = serde_path_to_error::deserialize::<_, T>(serde_ignored::Deserializer::new(
-                value,
-                &mut passed_over,
-            ));
-            match read {
-                Ok(_) => match bad_quantity(value, &prefix(&at)) {
-                    None => Ok(unknown),
-                    Some((path, message)) => Err(ParseError {
-                        kind: kind.display(),
-                        path,
-                        message,
-                    }),
-                },
-                Err(e) => {
-                    let mut path = prefix(&at);
-                    for seg in e.path().iter() {
-                        use serde_path_to_error::Segment;
-                        match seg {
-                            Segment::Seq { index } => path.push_str(&format!("[{index}]")),
-                            Segment::Map { key } => push_key(&mut path, key),
-                            Segment::Enum { .. } | Segment::Unknown => {}
-                        }
-                    }
-                    Err(ParseError {
-                        kind: kind.display(),
-                        path,
-                        message: strip_position(&e.inner().to_string()),
-                    })
-                }
-            }
+            read_strictly::<T>(kind.display(), value, &at)
         }
     }
     let (part, v, at) = typed_part(kind, value);
@@ -1009,6 +963,67 @@ pub fn typed(kind: Kind, value: &Value) -> Result<Vec<String>, ParseError> {
             at,
         },
     )
+}
+
+/// Reads `value` as kube-apiserver's strict decoder would read a `T` at `at`: the fields it
+/// would pass over (their paths), or why it refuses the value. `kind`: for the error.
+fn read_strictly<T: serde::de::DeserializeOwned>(
+    kind: &'static str,
+    value: &Value,
+    at: &FieldPath,
+) -> Result<Vec<String>, ParseError> {
+    let mut unknown = Vec::new();
+    if value.is_null() {
+        return Ok(unknown);
+    }
+    // The apiserver's decoder reads a null as the field's zero value
+    // (`args: [--a, ~]`), where serde refuses it: nulls in lists are left out
+    // ([`zero_nulls`] took the others).
+    let stripped;
+    let value = if has_list_null(value) {
+        let mut copy = value.clone();
+        strip_nulls(&mut copy, true);
+        stripped = copy;
+        &stripped
+    } else {
+        value
+    };
+    let mut passed_over = |p: serde_ignored::Path| unknown.push(ignored_path(at, &p));
+    let read = serde_path_to_error::deserialize::<_, T>(serde_ignored::Deserializer::new(
+        value,
+        &mut passed_over,
+    ));
+    match read {
+        Ok(_) => match bad_quantity(value, &prefix(at)) {
+            None => Ok(unknown),
+            Some((path, message)) => Err(ParseError {
+                kind,
+                path,
+                message,
+            }),
+        },
+        Err(e) => {
+            let mut path = prefix(at);
+            for seg in e.path().iter() {
+                use serde_path_to_error::Segment;
+                match seg {
+                    Segment::Seq { index } => path.push_str(&format!("[{index}]")),
+                    Segment::Map { key } => push_key(&mut path, key),
+                    Segment::Enum { .. } | Segment::Unknown => {}
+                }
+            }
+            Err(ParseError {
+                kind,
+                path,
+                message: strip_position(&e.inner().to_string()),
+            })
+        }
+    }
+}
+
+/// [`typed`] for a v1 Namespace (`check` reads their labels).
+pub fn typed_namespace(value: &Value) -> Result<Vec<String>, ParseError> {
+    read_strictly::<k8s_openapi::api::core::v1::Namespace>("Namespace", value, &FieldPath::root())
 }
 
 use k8s_openapi::api;

@@ -140,18 +140,34 @@ impl RuleSet {
         if cluster_aware {
             return Ok(rules);
         }
+        let at = |i: usize| {
+            FieldPath::fields(&["spec", "nodeSelection", "policies"])
+                .index(i)
+                .child("namespaceSelector")
+        };
         let policies = rules.spec.node_selection.policies.iter().enumerate();
-        match policies.filter(|(_, p)| p.needs_labels()).map(|(i, _)| i).next() {
-            None => Ok(rules),
-            Some(i) => Err(positioned(
-                origin,
-                text,
-                &FieldPath::fields(&["spec", "nodeSelection", "policies"])
-                    .index(i)
-                    .child("namespaceSelector"),
-                "Forbidden: selects namespaces by labels, which a server only knows with --cluster-aware (its cache of the cluster): serve with --cluster-aware, or select namespaces by name (namespaces, or the kubernetes.io/metadata.name label)".to_string(),
-            )),
-        }
+        let needing: Vec<FieldPath> = policies
+            .filter(|(_, p)| p.needs_labels())
+            .map(|(i, _)| at(i))
+            .collect();
+        let Some((first, others)) = needing.split_first() else {
+            return Ok(rules);
+        };
+        // Every one at once, so that one restart is enough to fix them.
+        let also = match others {
+            [] => String::new(),
+            [one] => format!(" (so does {one})"),
+            more => {
+                let shown: Vec<String> = more.iter().map(ToString::to_string).collect();
+                format!(" (so do {})", shown.join(", "))
+            }
+        };
+        Err(positioned(
+            origin,
+            text,
+            first,
+            format!("Forbidden: selects namespaces by labels, which a server only knows with --cluster-aware (its cache of the cluster): serve with --cluster-aware, or select namespaces by name (namespaces, or the kubernetes.io/metadata.name label){also}"),
+        ))
     }
 
     fn check(&self, origin: &str, text: &str) -> Result<(), LoadError> {

@@ -66,7 +66,30 @@ fn every_output_format() {
     insta::assert_snapshot!("text", report::text(&r, false));
     insta::assert_snapshot!("json", report::json(&r));
     insta::assert_snapshot!("sarif", report::sarif(&r, Some("/src/project")));
-    insta::assert_snapshot!("junit", report::junit(&r));
+    insta::assert_snapshot!("junit", report::junit(&r, false));
+}
+
+/// With `--fail-on warning` a test case with warnings only fails, as the exit code does.
+#[test]
+fn junit_fails_warnings_when_the_run_does() {
+    let r = run_on_testdata();
+    let failures = |xml: &str| xml.matches("<failure").count();
+    let (plain, strict) = (report::junit(&r, false), report::junit(&r, true));
+    let warned_only = r
+        .checked
+        .iter()
+        .filter(|(file, object)| {
+            let mine = r
+                .diagnostics
+                .iter()
+                .filter(|d| &d.file == file && &d.object == object);
+            let sev: Vec<Severity> = mine.map(|d| d.severity).collect();
+            !sev.is_empty() && sev.iter().all(|s| *s == Severity::Warning)
+        })
+        .count();
+    assert!(warned_only > 0);
+    assert_eq!(failures(&strict), failures(&plain) + warned_only);
+    assert!(strict.contains("warning(s)\""), "{strict}");
 }
 
 #[test]
@@ -1097,4 +1120,50 @@ fn namespace_labels_are_read_as_the_apiserver_stores_them() {
     .collect();
     assert_eq!(labels, want);
     assert_eq!(wrong, [("n".to_string(), serde_json::json!(1))]);
+}
+
+/// A file of Namespaces (a suite's namespaces.yaml, `review --namespaces`) is read strictly: a
+/// label left out would leave the policies that select by it quietly unapplied.
+#[test]
+fn a_namespaces_file_is_read_strictly() {
+    let ns = |body: &str| format!("apiVersion: v1\nkind: Namespace\nmetadata: {body}\n");
+    let cases = [
+        (ns("{name: a, label: {x: y}}"), "3:21: Namespace a: metadata.label: unknown field \"label\": kube-apiserver's strict field validation (kubectl's default) refuses the object, and without it the field is dropped"),
+        (ns("{name: a, labels: {x: \"a b\"}}"), "3:21: Namespace a: metadata.labels: Invalid value: \"a b\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"),
+        (ns("{labels: {x: v}}"), "3:1: Namespace : metadata.name: Required value: name or generateName is required"),
+        (format!("{}---\n{}", ns("{name: a}"), ns("{name: a}")), "5:1: Namespace a: given twice"),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n".to_string(), "1:1: ConfigMap: only v1 Namespaces belong here (their labels are what this file gives)"),
+        ("# nothing\n".to_string(), "1:1: no Namespace in it"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(namespaces_of(&text).unwrap_err(), want, "{text}");
+    }
+    let good = namespaces_of(&ns("{name: a, labels: {x: v, e: }}")).unwrap();
+    assert_eq!(good["a"]["x"], "v");
+    assert_eq!(good["a"]["e"], "");
+}
+
+/// A Namespace manifest in `check` is checked as kube-apiserver checks it: a misspelt `labels`
+/// is an error, not a namespace without labels that no policy selects.
+#[test]
+fn a_namespace_manifest_is_checked_strictly() {
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text(
+        "ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: Team_A, label: {x: y}}\nsepc: {}\n",
+    );
+    let found: Vec<String> = c
+        .finish()
+        .diagnostics
+        .iter()
+        .map(|d| format!("{}:{} {} {}", d.line, d.column, d.path, d.severity.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "3:12 metadata.name error",
+            "3:26 metadata.label error",
+            "4:1 sepc error"
+        ]
+    );
 }

@@ -648,4 +648,13 @@ fn a_server_without_the_cluster_refuses_policies_that_need_labels() {
             false => assert!(got.is_ok(), "{selector}: {got:?}"),
         }
     }
+    // Every such policy is named at once.
+    let two = format!("{head}{{matchLabels: {{a: b}}}}}}\n    - {{name: b, allowedTolerations: [], namespaceSelector: {{}}}}\n    - {{name: c, allowedTolerations: [], namespaceSelector: {{matchLabels: {{c: d}}}}}}\n");
+    let got = RuleSet::from_yaml_to_serve("r.yaml", &two, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        got.ends_with("(so does spec.nodeSelection.policies[2].namespaceSelector)"),
+        "{got}"
+    );
 }
