@@ -1533,6 +1533,15 @@ fn explain_exits_1_when_no_node_fits() {
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stdout.starts_with("0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 node(s) didn't match Pod's node affinity/selector."), "{}", r.stdout);
+    // A quantity that is none would be read as zero and fit: refused, as the apiserver does.
+    let r = run(
+        &["explain", "--cluster", &cluster, "--pod", "-"],
+        Some(b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i, resources: {requests: {cpu: lots}}}]\n"),
+    );
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (2, "placement-guard: -: Pod: spec.containers[0].resources.requests.cpu: Invalid value: \"lots\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\n")
+    );
     let r = run(
         &["explain", "--cluster", "-", "--pod", "-"],
         Some(&manifest),

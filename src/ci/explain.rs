@@ -109,8 +109,13 @@ pub fn pod_from(
             } else {
                 ""
             };
+            let what = if kind.is_empty() {
+                "an object without kind".to_string()
+            } else {
+                format!("{api}/{kind}")
+            };
             return Err(ExplainError(format!(
-                "{api}/{kind} is not a Pod or a workload with a pod template{others}"
+                "{what} is not a Pod or a workload with a pod template{others}"
             )));
         }
         several => {
@@ -131,6 +136,8 @@ pub fn pod_from(
             )));
         }
     };
+    // Read strictly first: a quantity that is none (`cpu: lots`) would be read as zero and fit.
+    workload::typed(k, &o.value).map_err(|e| ExplainError(e.to_string()))?;
     let t = workload::parse_value(k, &o.value).map_err(|e| ExplainError(e.to_string()))?;
     let ns = match (t.meta.namespace.as_deref(), given) {
         (Some(own), Some(given)) if own != given => {
@@ -905,6 +912,16 @@ spec:
         assert_eq!(
             err.0,
             "v1/Service is not a Pod or a workload with a pod template"
+        );
+        let err = pod_from(
+            &manifest::parse("apiVersion: v1\nmetadata: {name: x}\n").unwrap(),
+            None,
+            "default",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.0,
+            "an object without kind is not a Pod or a workload with a pod template"
         );
         // A Service beside the workload is passed over; two workloads are refused, named.
         let service = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\n";

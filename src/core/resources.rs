@@ -295,9 +295,18 @@ pub fn pod_requests_held(spec: &PodSpec, held: Held) -> Resources {
         }
         reqs
     };
-    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
-        for (name, q) in pod_level {
-            if name == CPU || name == MEMORY || name.starts_with("hugepages-") {
+    let pod_level = spec.resources.as_ref();
+    if let Some(requests) = pod_level.and_then(|r| r.requests.as_ref()) {
+        for (name, q) in requests.iter().filter(|(n, _)| pod_level_resource(n)) {
+            reqs.set(name, &q.0);
+        }
+    }
+    // The apiserver's `defaultPodRequests` (PodLevelResources, on by default since v1.34): a
+    // pod-level limit no container asks for is the pod's request for it.
+    if let Some(limits) = pod_level.and_then(|r| r.limits.as_ref()) {
+        let requested = pod_level.and_then(|r| r.requests.as_ref());
+        for (name, q) in limits.iter().filter(|(n, _)| pod_level_resource(n)) {
+            if !requested.is_some_and(|r| r.contains_key(name)) && !containers_ask(spec, name) {
                 reqs.set(name, &q.0);
             }
         }
@@ -306,6 +315,24 @@ pub fn pod_requests_held(spec: &PodSpec, held: Held) -> Resources {
         reqs.add(&Resources::from_list(overhead));
     }
     reqs
+}
+
+/// The resources pod-level `spec.resources` may set (`IsSupportedPodLevelResource`).
+fn pod_level_resource(name: &str) -> bool {
+    name == CPU || name == MEMORY || name.starts_with("hugepages-")
+}
+
+/// Whether some container (init containers and sidecars included) requests `name` or limits it
+/// (a limit defaults its request).
+fn containers_ask(spec: &PodSpec, name: &str) -> bool {
+    spec.containers
+        .iter()
+        .chain(&spec.init_containers)
+        .filter_map(|c| c.resources.as_ref())
+        .any(|r| {
+            r.requests.as_ref().is_some_and(|m| m.contains_key(name))
+                || r.limits.as_ref().is_some_and(|m| m.contains_key(name))
+        })
 }
 
 /// One host port a pod binds, defaulted as `HostPortInfo.Add` does.
@@ -325,9 +352,15 @@ pub fn host_ports(spec: &PodSpec) -> Vec<HostPort> {
         .iter()
         .filter(|c| c.restart_policy.as_deref() == Some("Always"));
     let mut out = Vec::new();
+    // The apiserver gives a host-network pod's ports their container port as host port
+    // (`defaultHostNetworkPorts`, in Pods only since v1.28: so in every pod a template makes).
+    let host_network = spec.host_network == Some(true);
     for c in spec.containers.iter().chain(sidecars) {
         for p in &c.ports {
-            let port = p.host_port.unwrap_or(0);
+            let port = match p.host_port.unwrap_or(0) {
+                0 if host_network => p.container_port.unwrap_or(0),
+                port => port,
+            };
             if port <= 0 {
                 continue;
             }
@@ -581,6 +614,27 @@ mod tests {
                 want: cpu_mem(1250, 5),
             },
             Case {
+                // `defaultPodRequests`: a pod-level limit no container asks for is its request;
+                // one a container asks for is left to the containers' sum.
+                name: "a pod-level limit no container asks for is the pod's request",
+                spec: PodSpec {
+                    containers: vec![container(&[("memory", "1")], &[], false)],
+                    resources: Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                        limits: Some(
+                            [
+                                ("cpu".to_string(), Quantity("1200m".into())),
+                                ("memory".to_string(), Quantity("3".into())),
+                            ]
+                            .into_iter()
+                            .collect(),
+                        ),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                want: cpu_mem(1200, 1),
+            },
+            Case {
                 name: "extended resources and hugepages are scalar; unknown names are not",
                 spec: PodSpec {
                     containers: vec![container(
@@ -608,6 +662,26 @@ mod tests {
         for c in cases {
             assert_eq!(pod_requests(&c.spec), c.want, "{}", c.name);
         }
+    }
+
+    #[test]
+    fn a_host_network_pods_ports_are_its_host_ports() {
+        let spec = |host_network: bool| -> PodSpec {
+            serde_json::from_value(serde_json::json!({
+                "hostNetwork": host_network,
+                "containers": [{"name": "c", "ports": [{"containerPort": 9100}, {"containerPort": 53, "hostPort": 5353, "protocol": "UDP"}]}],
+                "initContainers": [{"name": "i", "ports": [{"containerPort": 7000}]}],
+            }))
+            .unwrap()
+        };
+        let hp = |protocol: &str, port| HostPort {
+            ip: ANY_IP.into(),
+            protocol: protocol.into(),
+            port,
+        };
+        // As `defaultHostNetworkPorts` writes them; a plain init container's are never counted.
+        assert_eq!(host_ports(&spec(true)), [hp("TCP", 9100), hp("UDP", 5353)]);
+        assert_eq!(host_ports(&spec(false)), [hp("UDP", 5353)]);
     }
 
     #[test]

@@ -190,6 +190,26 @@ pub fn node_of(obj: SlimObject, from_api: bool) -> Node {
     }
 }
 
+/// What kube-apiserver would never have stored in a Node, and a snapshot must not guess at: no
+/// name, or an allocatable quantity that is none (read as zero, it would turn a fit into
+/// `Insufficient`).
+fn check_node(obj: &SlimObject) -> Result<(), String> {
+    let name = obj.metadata.name.as_deref().unwrap_or("");
+    if name.is_empty() {
+        return Err("a Node without metadata.name".to_string());
+    }
+    let allocatable = obj.status.as_ref().and_then(|s| s.allocatable.as_ref());
+    for (resource, q) in allocatable.into_iter().flatten() {
+        if let Some(why) = crate::k8s::validation::quantity_error(&q.0) {
+            return Err(format!(
+                "node {name:?}: status.allocatable[{resource}]: Invalid value: {:?}: {why}",
+                q.0
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A Namespace's name and labels, its name label included: the apiserver always sets it to the
 /// name, whatever a manifest or a hand-edited dump says.
 pub fn namespace_of(obj: SlimObject) -> (String, BTreeMap<String, String>) {
@@ -283,6 +303,7 @@ impl Builder {
         match kind_of(&obj, kind)? {
             None => self.counts.other_objects += 1,
             Some("Node") => {
+                check_node(&obj)?;
                 self.cluster
                     .add_node(node_of(obj, self.from_api))
                     .map_err(|e| e.to_string())?;
@@ -847,7 +868,7 @@ impl YamlPiece {
                 let mut o = serde_saphyr::RenderOptions::default();
                 o.line_offset = offset as u64;
                 o.snippets = serde_saphyr::SnippetMode::Off;
-                e.render_with_options(o)
+                crate::k8s::workload::plain_yaml_message(&e.render_with_options(o))
             })?;
         let doc_line = self.first_line.max(1);
         Ok(objs

@@ -190,6 +190,9 @@ pub struct Container {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerPort {
+    /// A host-network pod's default host port.
+    #[serde(default)]
+    pub container_port: Option<i32>,
     #[serde(default, rename = "hostIP")]
     pub host_ip: Option<String>,
     #[serde(default)]

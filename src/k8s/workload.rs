@@ -691,6 +691,31 @@ pub(crate) fn strip_position(msg: &str) -> String {
     plain_type_error(msg).unwrap_or_else(|| msg.to_string())
 }
 
+/// The YAML reader's message (`... at line L, column C`) in the manifests' words: its own
+/// options and Rust types left out.
+pub(crate) fn plain_yaml_message(rendered: &str) -> String {
+    let (msg, at) = match rendered.rfind(" at line ") {
+        Some(i) => rendered.split_at(i),
+        None => (rendered, ""),
+    };
+    let plain = if msg.starts_with("cannot deserialize null into string") {
+        "Invalid value: null: must be a string".to_string()
+    } else if let Some(key) = msg
+        .strip_prefix("duplicate mapping key: ")
+        .and_then(|k| k.strip_suffix(", set DuplicateKeyPolicy in Options if acceptable"))
+    {
+        format!("Duplicate value: {key:?}: a key may appear once in a mapping")
+    } else if let Some(n) = msg
+        .strip_prefix("non-finite float `")
+        .and_then(|r| r.strip_suffix("` rejected by the configured policy"))
+    {
+        format!("Invalid value: {n}: a number too large to be read")
+    } else {
+        plain_type_error(msg).unwrap_or_else(|| msg.to_string())
+    };
+    format!("{plain}{at}")
+}
+
 /// serde's `invalid type: string "2", expected i32` as `Invalid value: "2": must be a whole
 /// number from -2147483648 to 2147483647 (a quoted number is a string: write it without
 /// quotes)`: what was written, and what the field takes.

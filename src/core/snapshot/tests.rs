@@ -255,13 +255,35 @@ fn bad_dumps_are_refused_with_the_reason_and_place() {
         ),
         ("{\"kind\": \"Node\", ", "line 1: the JSON ends inside a value"),
         ("[{\"kind\": \"Node\"}]", "a JSON dump is an object"),
-        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\"},\n 7]}", "line 3: expected an object as an item of `items`"),
-        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\"},\n\n{\"kind\": \"Node\",\n \"metadata\": {\"labels\": 5}}]}", "Invalid value: 5: must be an object at line 5"),
-        ("{\"kind\": \"Node\"}}", "line 1: unexpected `}`"),
+        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}},\n 7]}", "line 3: expected an object as an item of `items`"),
+        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}},\n\n{\"kind\": \"Node\",\n \"metadata\": {\"labels\": 5}}]}", "Invalid value: 5: must be an object at line 5"),
+        // What the apiserver never stores: read as zero or as a node named "", it would
+        // change verdicts.
+        ("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\", \"status\": {}}]}", "a Node without metadata.name at line 2"),
+        ("{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}, \"status\": {\"allocatable\": {\"cpu\": \"lots\"}}}", "node \"n\": status.allocatable[cpu]: Invalid value: \"lots\": quantities must match the regular expression"),
+        ("{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}}}", "line 1: unexpected `}`"),
     ];
     for (text, want) in cases {
         let err = read_dump(text.as_bytes(), false).unwrap_err();
         assert!(err.contains(want), "{text}: {err}");
+    }
+    // The YAML reader's words, as the manifests say them.
+    for (text, want) in [
+        (
+            "kind: Node\nmetadata: {name: n, labels: {a: }}\n",
+            "Invalid value: null: must be a string at line 2",
+        ),
+        (
+            "kind: Node\nmetadata: {name: n, name: m}\n",
+            "Duplicate value: \"name\": a key may appear once in a mapping at line 2",
+        ),
+        (
+            "kind: Node\nmetadata: {name: n}\nstatus: {allocatable: {memory: 1e400}}\n",
+            "Invalid value: 1e400: a number too large to be read at line 3",
+        ),
+    ] {
+        let err = read_dump(text.as_bytes(), false).unwrap_err();
+        assert!(err.starts_with(want), "{text}: {err}");
     }
     let err = read_dump(&b"kind: Node\nmetadata:\n  labels: [1]\n"[..], false).unwrap_err();
     assert!(err.contains("line 3") || err.contains("3:"), "{err}");
