@@ -68,11 +68,31 @@ pub fn review_in(
     rules: &RuleSet,
     cluster: ClusterState,
 ) -> Result<Reviewed, ReviewError> {
-    // A body the on-demand reader cannot answer is answered by the reference, so that every
-    // refusal carries serde_json's reason (the on-demand reader may also have passed over a
-    // malformed value no rule reads).
-    review_with(body, JsonReader::OnDemand, endpoint, rules, cluster, None)
-        .or_else(|_| review_with(body, JsonReader::Reference, endpoint, rules, cluster, None))
+    review_either(body, endpoint, rules, cluster, None)
+}
+
+/// A body the on-demand reader cannot answer is answered by the reference, so that every
+/// refusal carries serde_json's reason (the on-demand reader may also have passed over a
+/// malformed value no rule reads).
+fn review_either(
+    body: &[u8],
+    endpoint: Endpoint,
+    rules: &RuleSet,
+    cluster: ClusterState,
+    namespaces: Option<&NamespaceLabels>,
+) -> Result<Reviewed, ReviewError> {
+    review_with(
+        body,
+        JsonReader::OnDemand,
+        endpoint,
+        rules,
+        cluster,
+        namespaces,
+    )
+    .or_else(|_| {
+        let reference = JsonReader::Reference;
+        review_with(body, reference, endpoint, rules, cluster, namespaces)
+    })
 }
 
 /// [`review`] with the labels of the namespaces (`test`: a suite's `namespaces.yaml`), which
@@ -84,19 +104,13 @@ pub fn review_with_namespaces(
     rules: &RuleSet,
     namespaces: &NamespaceLabels,
 ) -> Result<Reviewed, ReviewError> {
-    let absent = ClusterState::Absent;
-    review_with(
+    review_either(
         body,
-        JsonReader::OnDemand,
         endpoint,
         rules,
-        absent,
+        ClusterState::Absent,
         Some(namespaces),
     )
-    .or_else(|_| {
-        let reference = JsonReader::Reference;
-        review_with(body, reference, endpoint, rules, absent, Some(namespaces))
-    })
 }
 
 /// Namespace names and their labels.

@@ -2,10 +2,11 @@
 //! same [`rules::evaluate`] as `/validate` and `/mutate`; every finding, note and patch becomes a
 //! [`Diagnostic`] through one constructor.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::admission::NamespaceLabels;
 use crate::ci::report::{Diagnostic, Report, Severity, Suppressed};
 use crate::k8s::fieldpath::FieldError;
 use crate::k8s::fieldpath::FieldPath;
@@ -210,7 +211,7 @@ pub struct Checker {
     unplaced: usize,
     /// Namespace labels, from Namespace manifests read so far, `--cluster` and `audit`'s
     /// listing: what node-selection policies with a `namespaceSelector` match.
-    namespaces: HashMap<String, BTreeMap<String, String>>,
+    namespaces: NamespaceLabels,
     /// Namespaces whose objects were judged without their labels.
     unlabelled: BTreeMap<String, Unlabelled>,
     labels_from: LabelsFrom,
@@ -239,7 +240,7 @@ impl Checker {
             with_cluster: false,
             namespace: None,
             unplaced: 0,
-            namespaces: HashMap::new(),
+            namespaces: NamespaceLabels::new(),
             unlabelled: BTreeMap::new(),
             labels_from: LabelsFrom::Manifests,
         }
@@ -269,11 +270,7 @@ impl Checker {
 
     /// Namespace labels for every object checked, from `from` (`test`: a suite's
     /// namespaces.yaml; `audit`: the cluster's listing).
-    pub fn know_namespaces(
-        &mut self,
-        namespaces: &crate::admission::NamespaceLabels,
-        from: LabelsFrom,
-    ) {
+    pub fn know_namespaces(&mut self, namespaces: &NamespaceLabels, from: LabelsFrom) {
         self.labels_from = from;
         for (name, labels) in namespaces {
             self.namespaces.insert(name.clone(), labels.clone());
@@ -909,9 +906,9 @@ impl Found<'_> {
 /// Whatever kube-apiserver would refuse in one, another kind, a namespace given twice or no
 /// namespace at all is an error (`line:column: ...`, as a manifest's parse error is): a label
 /// left out would quietly leave the policies that select by it unapplied.
-pub fn namespaces_of(text: &str) -> Result<crate::admission::NamespaceLabels, String> {
+pub fn namespaces_of(text: &str) -> Result<NamespaceLabels, String> {
     let objects = manifest::parse(text).map_err(|e| e.to_string())?;
-    let mut out = crate::admission::NamespaceLabels::new();
+    let mut out = NamespaceLabels::new();
     for o in &objects {
         let at = o.start();
         let Some((name, labels)) = namespace_object(o)? else {

@@ -326,8 +326,14 @@ pub fn suite_namespaces(suite: &Path) -> Result<NamespaceLabels, String> {
     if !path.exists() {
         return Ok(NamespaceLabels::new());
     }
+    namespaces_file(&path)
+}
+
+/// [`crate::ci::check::namespaces_of`] of the file at `path` (a suite's namespaces.yaml, `review --namespaces`),
+/// its errors named by the file.
+pub fn namespaces_file(path: &std::path::Path) -> Result<NamespaceLabels, String> {
     let display = path.display();
-    let text = std::fs::read(&path)
+    let text = std::fs::read(path)
         .map_err(|e| format!("cannot read {display}: {e}"))
         .and_then(|b| crate::cli::inputs::decode(b).map_err(|e| format!("{display}: {e}")))?;
     crate::ci::check::namespaces_of(&text).map_err(|e| format!("{display}:{e}"))

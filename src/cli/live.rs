@@ -778,8 +778,9 @@ struct Tally {
 /// `audit`'s checker: node-selection policies match the listed Namespaces' labels.
 fn audit_checker(rules: &RuleSet, snapshot: Option<&Cluster>) -> Checker {
     let mut checker = Checker::new(rules);
-    let listed = snapshot.map(|c| &c.namespaces).cloned().unwrap_or_default();
-    checker.know_namespaces(&listed, crate::ci::check::LabelsFrom::Cluster);
+    let none = crate::admission::NamespaceLabels::new();
+    let listed = snapshot.map_or(&none, |c| &c.namespaces);
+    checker.know_namespaces(listed, crate::ci::check::LabelsFrom::Cluster);
     checker
 }
 

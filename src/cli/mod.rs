@@ -499,14 +499,7 @@ pub fn run() -> ExitCode {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };
-            let namespaces = match namespaces.map(|p| {
-                let shown = p.display().to_string();
-                std::fs::read_to_string(&p)
-                    .map_err(|e| format!("cannot read {shown}: {e}"))
-                    .and_then(|t| {
-                        crate::ci::check::namespaces_of(&t).map_err(|e| format!("{shown}:{e}"))
-                    })
-            }) {
+            let namespaces = match namespaces.map(|p| crate::ci::testsuite::namespaces_file(&p)) {
                 None => admission::NamespaceLabels::new(),
                 Some(Ok(n)) => n,
                 Some(Err(e)) => return fail(e),
