@@ -397,6 +397,124 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+const PCI_POLICY: &str = "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  nodeSelection:\n    policies:\n    - name: pci-off-z9\n      namespaceSelector: {matchLabels: {compliance: pci}}\n      forbiddenNodes:\n      - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [z9]}]\n";
+
+/// A Deployment whose pods are to run in zone z9.
+fn deployment_to_z9() -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}},
+                                 "spec": {"nodeSelector": {"topology.kubernetes.io/zone": "z9"},
+                                          "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}})
+}
+
+/// A namespace the cluster cache does not hold is read from the API server, as
+/// kube-apiserver's PodNodeSelector reads one its informer lacks, so that a policy that selects
+/// namespaces by label judges the request. Here the server's account may not list or watch
+/// namespaces (its cache never syncs), only get two of them: one is read and judged, the other
+/// refused to the server, which then answers without it, never denying, and pauses its
+/// lookups.
+#[test]
+fn a_namespace_the_cache_lacks_is_read_from_the_api_server() {
+    let Some(api) = with_apiserver("a_namespace_the_cache_lacks_is_read_from_the_api_server")
+    else {
+        return;
+    };
+    let (code, body) = api.create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        &json!({"metadata": {"name": "no-namespace-watch"}, "rules": [
+            {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": ["pci"]}]}),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = api.create(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        &json!({"metadata": {"name": "no-namespace-watch"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "no-namespace-watch"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "nobody"}]}),
+    );
+    assert_eq!(code, 201, "{body}");
+    for ns in ["pci", "other"] {
+        let (code, body) = api.create(
+            "/api/v1/namespaces",
+            &json!({"metadata": {"name": ns, "labels": {"compliance": "pci"}}}),
+        );
+        assert_eq!(code, 201, "{body}");
+    }
+    let dir = temp_dir("cluster-aware-lookup");
+    let rule_file = dir.join(RULE_FILE);
+    std::fs::write(&rule_file, PCI_POLICY).unwrap();
+    let kubeconfig = api.kubeconfig(NOBODY_TOKEN, "default");
+    let server = start(&[
+        "--rules",
+        rule_file.to_str().unwrap(),
+        "--cluster-aware",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--cache-sync-timeout",
+        "2",
+    ]);
+    until("/readyz after the sync timeout", || {
+        get(&server, "/readyz").0 == 200
+    });
+    for ns in ["pci", "other"] {
+        api.register_webhooks(&server, ns, &["workloads.validate.placement-guard.io"]);
+    }
+    let create = |ns: &str, dry: bool| {
+        let dry = if dry { "?dryRun=All" } else { "" };
+        let path = format!("/apis/apps/v1/namespaces/{ns}/deployments{dry}");
+        api.request(
+            "POST",
+            &path,
+            Some(("application/json", &deployment_to_z9())),
+        )
+    };
+    until("the webhook in force in namespace pci", || {
+        create("pci", true).0 == 403
+    });
+    let (code, body, _) = create("pci", false);
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"workloads.validate.placement-guard.io\" denied the request: spec.template.spec.nodeSelector: Forbidden: pods in namespace \"pci\" may not reach nodes matching \"topology.kubernetes.io/zone In [z9]\" (policy pci-off-z9); this selection admits a node labelled {topology.kubernetes.io/zone: z9}"
+    );
+    // Not to be read: admitted, with the reason, and the next request does not wait for
+    // another refusal.
+    let node_selection = |w: &[String]| {
+        w.iter()
+            .filter(|w| w.starts_with("node-selection"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    until("the webhook in force in namespace other", || {
+        !node_selection(&create("other", true).2).is_empty()
+    });
+    let (code, body, warnings) = create("other", false);
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        node_selection(&warnings),
+        ["node-selection: policy \"pci-off-z9\" selects namespaces by label and did not judge this request; the server's cluster cache cannot be trusted now (not_synced), and with it the labels of namespace \"other\""]
+    );
+    let (_, metrics) = get(&server, "/metrics");
+    for want in [
+        "placement_guard_namespace_lookups_total{result=\"found\"}",
+        "placement_guard_namespace_lookups_total{result=\"failed\"} 1",
+        "placement_guard_namespace_lookups_total{result=\"paused\"} 1",
+        "placement_guard_rule_checks_skipped_total{rule=\"node-selection\",reason=\"not_synced\"} 2",
+    ] {
+        assert!(metrics.contains(want), "missing {want}\n{metrics}");
+    }
+    assert!(
+        server
+            .stderr()
+            .contains("cannot read a namespace the cluster cache does not hold"),
+        "{}",
+        server.stderr()
+    );
+    drop(server);
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// A cache that cannot sync (the API server is unreachable) keeps /readyz at 503 for
 /// `--cache-sync-timeout` only, and the check is skipped and counted: even under
 /// `action: deny`, nothing is denied. Then the server is ready without it (with

@@ -71,6 +71,33 @@ pub fn review_in(
     review_either(body, endpoint, rules, cluster, None)
 }
 
+impl Reviewed {
+    /// Some node-selection policy could not tell whether it applies: the labels of the
+    /// request's namespace were not in the cluster cache (the server then reads the namespace
+    /// from the API server and asks again, [`review_in_namespace`]).
+    pub fn namespace_labels_missing(&self) -> bool {
+        self.verdict.as_ref().is_some_and(|v| {
+            v.unchecked
+                .iter()
+                .any(|&(rule, _)| rule == rules::node_selection::ID)
+        })
+    }
+}
+
+/// [`review_in`] with the labels of the request's namespace as read from the API server, for
+/// a namespace the cluster cache does not hold.
+pub fn review_in_namespace(
+    body: &[u8],
+    endpoint: Endpoint,
+    rules: &RuleSet,
+    cluster: ClusterState,
+    namespace: &str,
+    labels: std::collections::BTreeMap<String, String>,
+) -> Result<Reviewed, ReviewError> {
+    let namespaces = NamespaceLabels::from([(namespace.to_string(), labels)]);
+    review_either(body, endpoint, rules, cluster, Some(&namespaces))
+}
+
 /// A body the on-demand reader cannot answer is answered by the reference, so that every
 /// refusal carries serde_json's reason (the on-demand reader may also have passed over a
 /// malformed value no rule reads).

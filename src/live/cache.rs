@@ -140,6 +140,76 @@ impl Cache {
     }
 }
 
+/// After a lookup that got no answer, how long the server answers without looking up: an API
+/// server that cannot be reached would otherwise add the lookup's timeout to every request.
+const LOOKUP_PAUSE: Duration = Duration::from_secs(10);
+
+/// What a namespace lookup found.
+#[derive(Debug, PartialEq)]
+pub enum Lookup {
+    Found(BTreeMap<String, String>),
+    /// The API server has no such namespace.
+    NotFound,
+    /// No answer, or a refusal (said in the log).
+    Failed,
+    /// A recent lookup failed; none was tried.
+    Paused,
+}
+
+impl Lookup {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Lookup::Found(_) => "found",
+            Lookup::NotFound => "not_found",
+            Lookup::Failed => "failed",
+            Lookup::Paused => "paused",
+        }
+    }
+}
+
+/// Namespaces the cache does not hold (created a moment ago, or the watch not synced or
+/// failing), read from the API server as kube-apiserver's PodNodeSelector plugin reads them
+/// when its informer lacks one: a policy that selects namespaces by label then judges a
+/// Deployment applied in the same breath as its Namespace.
+pub struct NamespaceLookup {
+    client: Client,
+    timeout: Duration,
+    failed_at: Mutex<Option<Instant>>,
+}
+
+impl NamespaceLookup {
+    pub fn new(client: Client, timeout: Duration) -> NamespaceLookup {
+        NamespaceLookup {
+            client,
+            timeout,
+            failed_at: Mutex::new(None),
+        }
+    }
+
+    fn failed_at(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        match self.failed_at.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    pub async fn labels(&self, name: &str) -> Lookup {
+        if self.failed_at().is_some_and(|t| t.elapsed() < LOOKUP_PAUSE) {
+            return Lookup::Paused;
+        }
+        let api = Api::<WatchedNamespace>::all(self.client.clone());
+        let error = match tokio::time::timeout(self.timeout, api.get_opt(name)).await {
+            Ok(Ok(Some(ns))) => return Lookup::Found(ns.metadata.labels.unwrap_or_default()),
+            Ok(Ok(None)) => return Lookup::NotFound,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {} ms", self.timeout.as_millis()),
+        };
+        *self.failed_at() = Some(Instant::now());
+        tracing::warn!(namespace = name, %error, pause_seconds = LOOKUP_PAUSE.as_secs(), "cannot read a namespace the cluster cache does not hold; node-selection policies that select namespaces by label do not judge its requests, and no lookup is tried for a while");
+        Lookup::Failed
+    }
+}
+
 /// Starts one watcher per resource on the current runtime; they run until the runtime stops.
 /// `silence` is the client's read timeout: each watch asks the API server to end it before
 /// that (the watcher then resumes it from its resource version, without a list), so that a

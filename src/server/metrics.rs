@@ -47,6 +47,7 @@ pub struct Metrics {
     cache_restarts: Family<ResourceLabels, Counter>,
     cache_age: Family<ResourceLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     unchecked: Family<SkipLabels, Counter>,
+    namespace_lookups: Family<ResultLabels, Counter>,
     requests: Family<RequestLabels, Counter>,
     latency: Family<EndpointLabels, Histogram>,
     in_flight: Gauge,
@@ -164,8 +165,15 @@ impl Metrics {
             "Checks a rule skipped (it never denies then): the cluster cache not synced or stale, a template naming a RuntimeClass the cache does not hold, or a namespace whose labels are not known to a node-selection policy that selects by label",
             unchecked.clone(),
         );
+        let namespace_lookups = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "namespace_lookups",
+            "Namespaces read from the API server because the cluster cache did not hold them, for node-selection policies that select by label: found, not_found, failed (no answer or refused) and paused (none tried, for 10 s after a failure)",
+            namespace_lookups.clone(),
+        );
         Metrics {
             registry,
+            namespace_lookups,
             cache_objects,
             cache_restarts,
             cache_age,
@@ -248,6 +256,12 @@ impl Metrics {
         if let Ok(mut known) = self.handles.requests.write() {
             known.push((key, c));
         }
+    }
+
+    pub fn namespace_lookup(&self, result: &'static str) {
+        self.namespace_lookups
+            .get_or_create(&ResultLabels { result })
+            .inc();
     }
 
     pub fn rules_reload(&self, ok: bool) {

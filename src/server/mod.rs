@@ -6,6 +6,7 @@ pub mod decisions;
 pub mod metrics;
 pub mod tls;
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use anyhow::{Context, Result};
 use openssl::ssl::{ClientHelloResponse, SslContext};
 
 use crate::admission::{self, Endpoint, ReviewError};
-use crate::live::cache::Cache;
+use crate::live::cache::{Cache, Lookup, NamespaceLookup};
 use crate::rules::{Outcome, RuleSet, Verdict};
 use crate::server::metrics::Metrics;
 use tls::CertPair;
@@ -40,6 +41,11 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Above this size the evaluation runs on the blocking pool, off the async workers.
 const INLINE_BODY_BYTES: usize = 256 * 1024;
 
+/// How long a namespace the cluster cache does not hold may take to read (at most the
+/// client's timeout): kube-apiserver waits 10 s for a webhook by default, and a request whose
+/// lookup fails is answered as without it.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
+
 pub struct State {
     rules: RwLock<Arc<RuleSet>>,
     pub metrics: Metrics,
@@ -51,6 +57,8 @@ pub struct State {
     body_timeout: Duration,
     /// The live cluster's cache (`--cluster-aware`).
     cache: Option<Arc<Cache>>,
+    /// Reads a namespace the cache does not hold (`--cluster-aware`).
+    lookup: Option<Arc<NamespaceLookup>>,
 }
 
 impl State {
@@ -62,6 +70,7 @@ impl State {
             stopping: AtomicBool::new(false),
             body_timeout: DEFAULT_REQUEST_TIMEOUT,
             cache: None,
+            lookup: None,
         }
     }
 
@@ -69,6 +78,12 @@ impl State {
     /// need the cluster read it.
     pub fn with_cache(mut self, cache: Arc<Cache>) -> State {
         self.cache = Some(cache);
+        self
+    }
+
+    /// With a client to read the namespaces the cache does not hold.
+    pub fn with_lookup(mut self, lookup: NamespaceLookup) -> State {
+        self.lookup = Some(Arc::new(lookup));
         self
     }
 
@@ -210,22 +225,58 @@ async fn handle(
     };
     let large = body.len() > INLINE_BODY_BYTES;
     let rules = state.rules();
-    let cache = state.cache.clone();
-    let run = move || match &cache {
-        Some(c) => c.with(|cluster| admission::review_in(&body, endpoint, &rules, cluster)),
-        None => admission::review(&body, endpoint, &rules),
-    };
-    let result = if large {
-        match web::block(run).await {
-            Ok(r) => r,
-            Err(e) => Err(ReviewError::Internal(format!(
-                "evaluation task failed: {e}"
-            ))),
+    let mut result = evaluate(&state, large, &body, endpoint, &rules, None).await;
+    if let (Ok(r), Some(lookup)) = (&result, &state.lookup) {
+        if r.namespace_labels_missing() {
+            let found = lookup.labels(&r.namespace).await;
+            state.metrics.namespace_lookup(found.as_str());
+            if let Lookup::Found(labels) = found {
+                let namespace = Some((r.namespace.clone(), labels));
+                result = evaluate(&state, large, &body, endpoint, &rules, namespace).await;
+            }
         }
-    } else {
-        run()
-    };
+    }
     answer(&state, endpoint, start, result)
+}
+
+/// Reviews a body with the cluster cache, if any, and the labels of the request's namespace
+/// when they were read from the API server; a large body on the blocking pool.
+async fn evaluate(
+    state: &State,
+    large: bool,
+    body: &web::Bytes,
+    endpoint: Endpoint,
+    rules: &Arc<RuleSet>,
+    namespace: Option<(String, BTreeMap<String, String>)>,
+) -> Result<admission::Reviewed, ReviewError> {
+    if !large {
+        return review(body, endpoint, rules, state.cache.as_deref(), namespace);
+    }
+    let (body, rules, cache) = (body.clone(), rules.clone(), state.cache.clone());
+    match web::block(move || review(&body, endpoint, &rules, cache.as_deref(), namespace)).await {
+        Ok(r) => r,
+        Err(e) => Err(ReviewError::Internal(format!(
+            "evaluation task failed: {e}"
+        ))),
+    }
+}
+
+fn review(
+    body: &[u8],
+    endpoint: Endpoint,
+    rules: &RuleSet,
+    cache: Option<&Cache>,
+    namespace: Option<(String, BTreeMap<String, String>)>,
+) -> Result<admission::Reviewed, ReviewError> {
+    let Some(cache) = cache else {
+        return admission::review(body, endpoint, rules);
+    };
+    cache.with(|cluster| match namespace {
+        Some((ns, labels)) => {
+            admission::review_in_namespace(body, endpoint, rules, cluster, &ns, labels)
+        }
+        None => admission::review_in(body, endpoint, rules, cluster),
+    })
 }
 
 /// The HTTP answer to a review, counted and logged.
@@ -451,8 +502,10 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("--cluster-aware: {e}"))?;
         tracing::info!(server = %conn.server, "cluster cache: listing and watching nodes, pods and namespaces");
         let cache = Arc::new(Cache::new(ca.max_stale, ca.sync_timeout));
+        let lookup =
+            NamespaceLookup::new(conn.client.clone(), ca.connect.timeout.min(LOOKUP_TIMEOUT));
         crate::live::cache::spawn(conn.client, cache.clone(), conn.page, ca.connect.timeout);
-        state = state.with_cache(cache);
+        state = state.with_cache(cache).with_lookup(lookup);
     }
     let state = web::Data::new(state);
     state

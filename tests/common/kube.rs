@@ -238,7 +238,9 @@ impl ApiServer {
                         .filter_map(|h| h.to_str().ok())
                         .map(|h| {
                             let t = h.splitn(3, ' ').nth(2).unwrap_or(h);
-                            t.trim_matches('"').replace("\\\"", "\"")
+                            let t = t.strip_prefix('"').unwrap_or(t);
+                            let t = t.strip_suffix('"').unwrap_or(t);
+                            t.replace("\\\"", "\"")
                         })
                         .collect();
                     let bytes = r.body().limit(64 << 20).await.unwrap_or_default();

@@ -555,7 +555,17 @@ spec:
             .map(|u| u.1)
             .collect();
         assert_eq!(unchecked, why.into_iter().collect::<Vec<_>>(), "{ns}");
+        // What the server reads from the API server then, and only then.
+        assert_eq!(got.namespace_labels_missing(), why.is_some(), "{ns}");
     }
+    // A namespace the cache does not hold, judged with the labels the server read for it.
+    let body = admission("Pod", "CREATE", "fresh", pod(json!({})), None);
+    let read = labelled(&[("tenant", "true"), ("kubernetes.io/metadata.name", "fresh")]);
+    let got =
+        crate::admission::review_in_namespace(&body, Endpoint::Validate, &r, ready, "fresh", read)
+            .unwrap();
+    assert!(!got.allowed);
+    assert!(!got.namespace_labels_missing());
 }
 
 /// Without the namespace's labels a selector is still decided where its name alone decides it:
