@@ -424,7 +424,7 @@ fn a_namespace_the_cache_lacks_is_read_from_the_api_server() {
         "/apis/rbac.authorization.k8s.io/v1/clusterroles",
         &json!({"metadata": {"name": "no-namespace-watch"}, "rules": [
             {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": ["pci"]}]}),
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": ["pci", "ghost"]}]}),
     );
     assert_eq!(code, 201, "{body}");
     let (code, body) = api.create(
@@ -478,6 +478,26 @@ fn a_namespace_the_cache_lacks_is_read_from_the_api_server() {
         body["message"],
         "admission webhook \"workloads.validate.placement-guard.io\" denied the request: spec.template.spec.nodeSelector: Forbidden: pods in namespace \"pci\" may not reach nodes matching \"topology.kubernetes.io/zone In [z9]\" (policy pci-off-z9); this selection admits a node labelled {topology.kubernetes.io/zone: z9}"
     );
+    // A namespace the API server does not have (sent straight to the server: the API server
+    // would refuse a create in it before any webhook).
+    let mut review: Value = serde_json::from_slice(&fixture(
+        "deployment-create-zone-anti-affinity.validate.json",
+    ))
+    .unwrap();
+    review["request"]["namespace"] = json!("ghost");
+    let (code, answer) = post(&server, "/validate", serde_json::to_vec(&review).unwrap());
+    assert_eq!(code, 200);
+    assert!(
+        answer["response"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w
+                .as_str()
+                .unwrap()
+                .contains("the labels of namespace \"ghost\"")),
+        "{answer}"
+    );
     // Not to be read: admitted, with the reason, and the next request does not wait for
     // another refusal.
     let node_selection = |w: &[String]| {
@@ -498,9 +518,10 @@ fn a_namespace_the_cache_lacks_is_read_from_the_api_server() {
     let (_, metrics) = get(&server, "/metrics");
     for want in [
         "placement_guard_namespace_lookups_total{result=\"found\"}",
+        "placement_guard_namespace_lookups_total{result=\"not_found\"} 1",
         "placement_guard_namespace_lookups_total{result=\"failed\"} 1",
         "placement_guard_namespace_lookups_total{result=\"paused\"} 1",
-        "placement_guard_rule_checks_skipped_total{rule=\"node-selection\",reason=\"not_synced\"} 2",
+        "placement_guard_rule_checks_skipped_total{rule=\"node-selection\",reason=\"not_synced\"} 3",
     ] {
         assert!(metrics.contains(want), "missing {want}\n{metrics}");
     }
