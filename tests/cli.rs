@@ -1803,6 +1803,81 @@ fn explain_applies_the_runtime_class_of_a_dump() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// Beside a dump that holds LimitRanges, a new pod's containers get the default requests of
+/// its namespace's, as LimitRanger gives them at admission: a pod that asks for nothing does not
+/// fit a node with less room than the defaults; another namespace's LimitRanges do not count,
+/// nor do they for a pod read from the API server (admitted already).
+#[test]
+fn explain_applies_the_limit_ranges_of_a_dump() {
+    let dir = temp_dir("limit-range");
+    let dump = dir.join("dump.yaml");
+    std::fs::write(
+        &dump,
+        r#"apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: small}, status: {allocatable: {cpu: 400m, pods: "10"}}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: shop}}
+- {apiVersion: v1, kind: LimitRange, metadata: {name: defaults, namespace: shop}, spec: {limits: [{type: Container, default: {cpu: 500m}}]}}
+"#,
+    )
+    .unwrap();
+    let pod = dir.join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: shop}
+spec: {containers: [{name: app, image: i}]}
+",
+    )
+    .unwrap();
+    let explain = |pod: &std::path::Path| {
+        run(
+            &[
+                "explain",
+                "--cluster",
+                dump.to_str().unwrap(),
+                "--pod",
+                pod.to_str().unwrap(),
+            ],
+            None,
+        )
+    };
+    let r = explain(&pod);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("0/1 nodes are available: 1 Insufficient cpu."),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("placement-guard: note: placed with the default requests LimitRanger gives at admission (LimitRange \"defaults\": cpu 500m for container \"app\")"),
+        "{}",
+        r.stderr
+    );
+    // In another namespace, and as read from the API server: as written.
+    let elsewhere = dir.join("elsewhere.yaml");
+    std::fs::write(
+        &elsewhere,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: other}\nspec: {containers: [{name: app, image: i}]}\n",
+    )
+    .unwrap();
+    let admitted = dir.join("admitted.yaml");
+    std::fs::write(
+        &admitted,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: shop, uid: 5f0c}\nspec: {containers: [{name: app, image: i}]}\n",
+    )
+    .unwrap();
+    for p in [&elsewhere, &admitted] {
+        let r = explain(p);
+        assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+        assert!(!r.stderr.contains("LimitRange"), "{}", r.stderr);
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// A subset whose feasible nodes have room for fewer of its pods than the distribution gives
 /// it is flagged, with how many fit, and `explain` exits 1: the rest would stay Pending.
 #[test]

@@ -536,6 +536,7 @@ fn explain_and_audit_against_a_live_cluster() {
     deployment_mid_rollout(&api);
     statefulset_mid_rollout(&api);
     runtime_classes(&api);
+    limit_ranges(&api);
     // OpenKruise is not installed here: its kinds are not served, which is not "not found".
     let admin = api.kubeconfig(ADMIN_TOKEN, "shop");
     let r = pg(&admin, &["explain", "--pod", "clone/web"]);
@@ -787,6 +788,55 @@ fn scheduler_semantics(api: &ApiServer) {
     let (explained, outcome) = place("empty-spread");
     assert_eq!(feasible(&explained), ["node-a"]);
     assert_eq!(outcome, Ok("node-a".to_string()));
+}
+
+/// A container that asks for nothing gets the default request of its namespace's LimitRange
+/// from the LimitRanger admission plugin: `explain` of the manifest places it with that
+/// request, as kube-scheduler then refuses the pod created from it, for the same reason.
+fn limit_ranges(api: &ApiServer) {
+    let ns = "limited";
+    namespace(api, ns, json!({}));
+    created(
+        api,
+        &format!("/api/v1/namespaces/{ns}/limitranges"),
+        json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "defaults"},
+               "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "3"}}]}}),
+    );
+    let admin = api.kubeconfig(ADMIN_TOKEN, ns);
+    let bare = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bare"},
+                      "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+    let dir = std::env::temp_dir().join(format!("pg-lr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bare.json");
+    std::fs::write(&file, bare.to_string()).unwrap();
+    let explained = pg(
+        &admin,
+        &["explain", "--pod", file.to_str().unwrap(), "-o", "json"],
+    );
+    assert!(feasible(&explained).is_empty(), "{}", explained.stdout);
+    assert!(
+        explained.stderr.contains("placement-guard: note: placed with the default requests LimitRanger gives at admission (LimitRange \"defaults\": cpu 3 for container \"c\")"),
+        "{}",
+        explained.stderr
+    );
+    let ours: Value = serde_json::from_str(&explained.stdout).unwrap();
+    let ours = ours["summary"].as_str().unwrap().to_string();
+    let pods = format!("/api/v1/namespaces/{ns}/pods");
+    created(api, &pods, bare);
+    let message = scheduled_or_refused(api, &pods, "bare").expect_err("bare must stay Pending");
+    assert!(
+        message.starts_with(&ours),
+        "scheduler: {message}\nexplain: {ours}"
+    );
+    // The pod as stored carries the request: explained by name, it is not defaulted again.
+    let explained = pg(&admin, &["explain", "--pod", "bare", "-o", "json"]);
+    assert!(feasible(&explained).is_empty(), "{}", explained.stdout);
+    assert!(
+        !explained.stderr.contains("LimitRange"),
+        "{}",
+        explained.stderr
+    );
+    std::fs::remove_dir_all(dir).ok();
 }
 
 /// A pod that names a RuntimeClass gets its class's nodeSelector, tolerations and overhead from

@@ -509,6 +509,7 @@ pub fn workloadspread(
             // where the dump holds the class.
             let mut notes = Vec::new();
             let t = runtime_class_admitted(c, &t, "the dump", &mut notes).into_owned();
+            let t = limit_range_admitted(c, &t, &namespace, &mut notes).into_owned();
             entry["notes"] = json!(notes);
             let results = filter::evaluate(c, &t, &namespace);
             let feasible: Vec<&str> = results
@@ -628,6 +629,33 @@ pub fn runtime_class_admitted<'a>(
             ));
             Cow::Borrowed(template)
         }
+    }
+}
+
+/// `template` with the default requests its namespace's LimitRanges give a new pod's
+/// containers at admission, and a caveat saying which; where the LimitRanges could not be
+/// listed, the template as it is, and a caveat saying so.
+pub fn limit_range_admitted<'a>(
+    cluster: &Cluster,
+    template: &'a PodTemplate,
+    namespace: &str,
+    caveats: &mut Vec<String>,
+) -> Cow<'a, PodTemplate> {
+    if let Some(why) = &cluster.limit_ranges_unread {
+        caveats.push(format!(
+            "the LimitRanges could not be listed ({why}): placed without the default requests they may give its containers"
+        ));
+        return Cow::Borrowed(template);
+    }
+    match crate::core::limit_range::admitted_in(template, &cluster.limit_ranges, namespace) {
+        Some((t, said)) => {
+            caveats.push(format!(
+                "placed with the default requests LimitRanger gives at admission ({})",
+                said.join("; ")
+            ));
+            Cow::Owned(t)
+        }
+        None => Cow::Borrowed(template),
     }
 }
 

@@ -194,7 +194,12 @@ pub fn evaluate_bound(
     let admitted = if admitted_already {
         Cow::Borrowed(template)
     } else {
-        crate::ci::explain::runtime_class_admitted(cluster, template, cluster_name, caveats)
+        let t =
+            crate::ci::explain::runtime_class_admitted(cluster, template, cluster_name, caveats);
+        match crate::ci::explain::limit_range_admitted(cluster, &t, ns, caveats) {
+            Cow::Owned(t) => Cow::Owned(t),
+            Cow::Borrowed(_) => t,
+        }
     };
     let template = admitted.as_ref();
     let Some((node, pod)) = bound else {
@@ -715,6 +720,11 @@ pub fn audit(run: AuditRun) -> Result<AuditOutcome, String> {
                 ));
             }
         }
+        if let Some(why) = snapshot.as_ref().and_then(|c| c.limit_ranges_unread.as_deref()) {
+            notes.push(format!(
+                "workload templates were placed without the default requests of LimitRanges, which could not be listed ({why})"
+            ));
+        }
         if tally.owned > 0 {
             notes.push(format!(
                 "{} object(s) owned by an audited workload were judged through their owner's template",
@@ -846,7 +856,14 @@ fn audit_one(
                 }
                 let named = t.spec.runtime_class_name.as_deref().unwrap_or_default();
                 match crate::core::runtime_class::admitted(t, &cluster.runtime_classes) {
-                    Ok(t) => Some(t),
+                    // And the default requests of the namespace's LimitRanges.
+                    Ok(t) => Some(
+                        match crate::core::limit_range::admitted_in(&t, &cluster.limit_ranges, &ns)
+                        {
+                            Some((d, _)) => Cow::Owned(d),
+                            None => t,
+                        },
+                    ),
                     Err(_)
                         if cluster.runtime_classes_unread.is_some()
                             && !cluster.runtime_classes.contains_key(named) =>

@@ -118,6 +118,10 @@ pub struct Cluster {
     pub runtime_classes: super::runtime_class::RuntimeClasses,
     /// Why a live cluster's RuntimeClasses could not be listed (a user without the right).
     pub runtime_classes_unread: Option<String>,
+    /// What LimitRanger defaults a new pod's requests to, per namespace ([`super::limit_range`]).
+    pub limit_ranges: super::limit_range::LimitRanges,
+    /// Why a live cluster's LimitRanges could not be listed.
+    pub limit_ranges_unread: Option<String>,
 }
 
 /// Why a snapshot cannot be built.

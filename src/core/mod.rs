@@ -3,6 +3,7 @@
 pub mod cluster;
 pub mod filter;
 pub mod labels;
+pub mod limit_range;
 pub mod nodeselector;
 pub mod resources;
 pub mod runtime_class;

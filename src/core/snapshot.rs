@@ -14,6 +14,7 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde::Deserialize;
 
 use super::cluster::{Allocatable, BoundPod, Cluster, ClusterError, Node, PodUsage};
+use super::limit_range::LimitDefaults;
 use super::resources::{
     host_ports, pod_requests_held, scaled, ContainerHeld, Held, Resources, PODS,
 };
@@ -53,6 +54,9 @@ pub struct SlimSpec {
     pub taints: Option<Vec<Taint>>,
     #[serde(default)]
     pub unschedulable: Option<bool>,
+    /// A LimitRange's items.
+    #[serde(default)]
+    pub limits: Option<Vec<k8s_openapi::api::core::v1::LimitRangeItem>>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -132,6 +136,8 @@ pub struct Counts {
     pub other_objects: usize,
     /// RuntimeClasses (`node.k8s.io`), which admission adds to the pods that name them.
     pub runtime_classes: usize,
+    /// LimitRanges, whose defaults admission gives a new pod's containers.
+    pub limit_ranges: usize,
 }
 
 impl Counts {
@@ -313,6 +319,20 @@ impl Builder {
                 let (name, labels) = namespace_of(obj);
                 self.cluster.namespaces.insert(name, labels);
                 self.counts.namespaces += 1;
+            }
+            Some("LimitRange") => {
+                self.counts.limit_ranges += 1;
+                let m = obj.metadata;
+                let items = obj.spec.and_then(|s| s.limits).unwrap_or_default();
+                let defaults = LimitDefaults::of(m.name.as_deref().unwrap_or_default(), &items);
+                let ranges = self
+                    .cluster
+                    .limit_ranges
+                    .entry(m.namespace.unwrap_or_default())
+                    .or_default();
+                // In name order, as a listing gives them.
+                let at = ranges.partition_point(|r| r.name < defaults.name);
+                ranges.insert(at, defaults);
             }
             Some("RuntimeClass") => {
                 self.counts.runtime_classes += 1;
@@ -496,7 +516,7 @@ fn known_group(obj: &SlimObject) -> bool {
 /// for another kind, which is only counted.
 fn kind_of<'a>(obj: &'a SlimObject, kind: Option<&'a str>) -> Result<Option<&'a str>, String> {
     match obj.kind.as_deref().or(kind).unwrap_or("") {
-        k @ ("Node" | "Namespace" | "Pod") if is_core(obj) => Ok(Some(k)),
+        k @ ("Node" | "Namespace" | "Pod" | "LimitRange") if is_core(obj) => Ok(Some(k)),
         k @ "RuntimeClass" if is_node_group(obj) => Ok(Some(k)),
         "" => Err("an object without kind".into()),
         _ => Ok(None),

@@ -314,36 +314,70 @@ pub async fn snapshot(
             }
         }
     }
-    // RuntimeClasses: what admission adds to a new pod that names one. A user who may not
-    // list them (or an API server without node.k8s.io) still gets the rest, with a note.
+    // What admission adds to a new pod: its RuntimeClass's overhead, nodeSelector and
+    // tolerations, its LimitRanges' default requests. A user who may not list them (or an API
+    // server without node.k8s.io) still gets the rest, with a note.
+    let runtime_classes = list_optional(
+        cl,
+        timeout,
+        &mut b,
+        "/apis/node.k8s.io/v1/runtimeclasses",
+        "RuntimeClass",
+        "runtimeclasses.node.k8s.io",
+    )
+    .await?;
+    let limit_ranges = list_optional(
+        cl,
+        timeout,
+        &mut b,
+        "/api/v1/limitranges",
+        "LimitRange",
+        "limitranges",
+    )
+    .await?;
+    progress.done();
+    let (mut cluster, counts) = b.finish().map_err(|e| LiveError(e.to_string()))?;
+    cluster.runtime_classes_unread = runtime_classes;
+    cluster.limit_ranges_unread = limit_ranges;
+    Ok((cluster, counts))
+}
+
+/// Lists `kind` at the cluster scope into `b`, page by page; why not, when the user may not
+/// list it or the API server does not serve it.
+async fn list_optional(
+    cl: &Connection,
+    timeout: Duration,
+    b: &mut Builder,
+    path: &str,
+    kind: &str,
+    resource: &str,
+) -> Result<Option<String>, LiveError> {
+    let what = format!("{resource} (at the cluster scope)");
     let mut token: Option<String> = None;
-    let unread = loop {
+    loop {
         let mut lp = ListParams::default().limit(cl.page);
         if let Some(t) = &token {
             lp = lp.continue_token(t);
         }
-        let req = Request::new("/apis/node.k8s.io/v1/runtimeclasses")
+        let req = Request::new(path)
             .list(&lp)
-            .map_err(|e| LiveError(format!("cannot build the request for runtimeclasses: {e}")))?;
-        let what = "runtimeclasses.node.k8s.io (at the cluster scope)";
-        match send_raw(cl, req, timeout, "list", what).await? {
+            .map_err(|e| LiveError(format!("cannot build the request for {resource}: {e}")))?;
+        match send_raw(cl, req, timeout, "list", &what).await? {
             Ok(page) => {
-                token = read_page(page.as_bytes(), "RuntimeClass", &mut b)
-                    .map_err(|e| LiveError(format!("cannot read the runtimeclasses list: {e}")))?;
+                token = read_page(page.as_bytes(), kind, b)
+                    .map_err(|e| LiveError(format!("cannot read the {resource} list: {e}")))?;
                 if token.is_none() {
-                    break None;
+                    return Ok(None);
                 }
             }
             Err(kube::Error::Api(s)) if s.code == 403 || s.code == 404 => {
-                break Some(explain_error(kube::Error::Api(s), &cl.server, "list", what).0)
+                return Ok(Some(
+                    explain_error(kube::Error::Api(s), &cl.server, "list", &what).0,
+                ))
             }
-            Err(e) => return Err(explain_error(e, &cl.server, "list", what)),
+            Err(e) => return Err(explain_error(e, &cl.server, "list", &what)),
         }
-    };
-    progress.done();
-    let (mut cluster, counts) = b.finish().map_err(|e| LiveError(e.to_string()))?;
-    cluster.runtime_classes_unread = unread;
-    Ok((cluster, counts))
+    }
 }
 
 /// One object by kind, namespace and name, as JSON.

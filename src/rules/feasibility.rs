@@ -107,14 +107,23 @@ impl Rule for FeasibilityRule {
         // A workload's pods get what their RuntimeClass adds at admission (a Pod reaching a
         // webhook has it already); without the class, the check would judge other pods than
         // the scheduler will see, in either direction: skipped, and counted.
-        let admitted;
+        // So do the default requests of their namespace's LimitRanges.
+        let (admitted, defaulted);
         let new = if new.kind == Kind::Pod {
             new
         } else {
             match crate::core::runtime_class::admitted(new, &cluster.runtime_classes) {
                 Ok(t) => {
                     admitted = t;
-                    admitted.as_ref()
+                    let ranges = &cluster.limit_ranges;
+                    match crate::core::limit_range::admitted_in(&admitted, ranges, input.namespace)
+                    {
+                        Some((t, _)) => {
+                            defaulted = t;
+                            &defaulted
+                        }
+                        None => admitted.as_ref(),
+                    }
                 }
                 Err(_) => {
                     verdict.unchecked.push((ID, "runtime_class_unknown"));

@@ -80,7 +80,8 @@ fn check(c: &Cluster, counts: &Counts) {
             namespaces: 1,
             orphan_pods: 0,
             other_objects: 0,
-            runtime_classes: 0
+            runtime_classes: 0,
+            limit_ranges: 0
         }
     );
     let n1 = c.node_index("n1").unwrap();
@@ -618,4 +619,41 @@ items:
     assert_eq!(read_page(page, "RuntimeClass", &mut b), Ok(None));
     let (c, _) = b.finish().unwrap();
     assert!(c.runtime_classes["kata"].overhead.is_some());
+}
+
+/// LimitRanges of a dump (`kubectl get ...,limitranges -A -o yaml`) or of a list page are kept
+/// per namespace in name order, with the default requests their `Container` items give.
+#[test]
+fn limit_ranges_are_read_from_dumps_and_pages() {
+    let yaml = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: LimitRange, metadata: {name: zz, namespace: q}, spec: {limits: [{type: Container, default: {memory: 1Gi}}]}}
+- {apiVersion: v1, kind: LimitRange, metadata: {name: aa, namespace: q}, spec: {limits: [{type: Container, defaultRequest: {cpu: 100m}}]}}
+- {apiVersion: v1, kind: LimitRange, metadata: {name: pods-only, namespace: r}, spec: {limits: [{type: Pod, max: {cpu: "2"}}]}}
+- {apiVersion: v1, kind: Node, metadata: {name: n1}}
+"#;
+    let (c, counts) = read_dump(yaml.as_bytes(), false).unwrap();
+    assert_eq!((counts.limit_ranges, counts.other_objects), (3, 0));
+    let q: Vec<(&str, Vec<(&str, &str)>)> = c.limit_ranges["q"]
+        .iter()
+        .map(|d| {
+            let r = d.requests.iter().map(|(k, v)| (k.as_str(), v.0.as_str()));
+            (d.name.as_str(), r.collect())
+        })
+        .collect();
+    assert_eq!(
+        q,
+        [
+            ("aa", vec![("cpu", "100m")]),
+            ("zz", vec![("memory", "1Gi")])
+        ]
+    );
+    assert!(c.limit_ranges["r"][0].requests.is_empty());
+    let mut b = Builder::new(false).from_api();
+    let page = br#"{"kind": "LimitRangeList", "apiVersion": "v1", "metadata": {}, "items": [{"metadata": {"name": "d", "namespace": "q"}, "spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "1"}}]}}]}"#;
+    assert_eq!(read_page(page, "LimitRange", &mut b), Ok(None));
+    let (c, _) = b.finish().unwrap();
+    assert_eq!(c.limit_ranges["q"][0].requests["cpu"].0, "1");
 }
