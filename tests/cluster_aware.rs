@@ -344,7 +344,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     assert_eq!(code, 200, "{body}");
     std::fs::write(
         &rule_file,
-        "apiVersion: placement-guard.io/v1alpha1\nkind: RuleSet\nspec:\n  feasibility:\n    action: deny\n  nodeSelection:\n    policies:\n    - name: pci-off-z9\n      namespaceSelector: {matchLabels: {compliance: pci}}\n      forbiddenNodes:\n      - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [z9]}]\n",
+        format!("{PCI_POLICY}  feasibility:\n    action: deny\n"),
     )
     .unwrap();
     let to_z9_pod = gated("pci", to_z9["spec"].clone());
@@ -393,6 +393,11 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     ] {
         assert!(metrics.contains(want), "missing {want}\n{metrics}");
     }
+    // A synced cache holds every namespace asked about: none was read from the API server.
+    assert!(
+        !metrics.contains("placement_guard_namespace_lookups_total{"),
+        "{metrics}"
+    );
     drop(server);
     std::fs::remove_dir_all(dir).ok();
 }
@@ -492,10 +497,9 @@ fn a_namespace_the_cache_lacks_is_read_from_the_api_server() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|w| w
-                .as_str()
-                .unwrap()
-                .contains("the labels of namespace \"ghost\"")),
+            .any(|w| w.as_str().unwrap().ends_with(
+                "the labels of namespace \"ghost\"; the API server has no such namespace"
+            )),
         "{answer}"
     );
     // Not to be read: admitted, with the reason, and the next request does not wait for
@@ -513,22 +517,22 @@ fn a_namespace_the_cache_lacks_is_read_from_the_api_server() {
     assert_eq!(code, 201, "{body}");
     assert_eq!(
         node_selection(&warnings),
-        ["node-selection: policy \"pci-off-z9\" selects namespaces by label and did not judge this request; the server's cluster cache cannot be trusted now (not_synced), and with it the labels of namespace \"other\""]
+        ["node-selection: policy \"pci-off-z9\" selects namespaces by label and did not judge this request; the server's cluster cache cannot be trusted now (not_synced), and with it the labels of namespace \"other\"; not read from the API server, where a lookup failed a moment ago"]
     );
     let (_, metrics) = get(&server, "/metrics");
     for want in [
         "placement_guard_namespace_lookups_total{result=\"found\"}",
-        "placement_guard_namespace_lookups_total{result=\"not_found\"} 1",
-        "placement_guard_namespace_lookups_total{result=\"failed\"} 1",
-        "placement_guard_namespace_lookups_total{result=\"paused\"} 1",
-        "placement_guard_rule_checks_skipped_total{rule=\"node-selection\",reason=\"not_synced\"} 3",
+        "placement_guard_namespace_lookups_total{result=\"not_found\"} 1\n",
+        "placement_guard_namespace_lookups_total{result=\"failed\"} 1\n",
+        "placement_guard_namespace_lookups_total{result=\"paused\"} 1\n",
+        "placement_guard_rule_checks_skipped_total{rule=\"node-selection\",reason=\"not_synced\"} 3\n",
     ] {
         assert!(metrics.contains(want), "missing {want}\n{metrics}");
     }
     assert!(
         server
             .stderr()
-            .contains("cannot read a namespace the cluster cache does not hold"),
+            .contains("(403 Forbidden: the server's account needs get on namespaces, as manifests/cluster-aware/rbac.yaml grants)"),
         "{}",
         server.stderr()
     );
@@ -647,7 +651,7 @@ fn a_silent_api_server_makes_the_cache_stale() {
         let failed = format!("cluster cache: watch failed; retrying with backoff resource=\"{r}\"");
         let lines: Vec<&str> = log.lines().filter(|l| l.contains(&failed)).collect();
         assert_eq!(lines.len(), 1, "{r}:\n{log}");
-        assert!(lines[0].contains(&format!("error=cannot list: {r} is forbidden: User \"nobody\" cannot list resource \"{r}\" in API group \"\" at the cluster scope (403 Forbidden: the server's account needs list and watch on nodes, pods and namespaces, as manifests/cluster-aware/rbac.yaml grants)")), "{log}");
+        assert!(lines[0].contains(&format!("error=cannot list: {r} is forbidden: User \"nobody\" cannot list resource \"{r}\" in API group \"\" at the cluster scope (403 Forbidden: the server's account needs list and watch on nodes, pods and namespaces, and get on namespaces, as manifests/cluster-aware/rbac.yaml grants)")), "{log}");
     }
     assert_eq!(log.matches("cluster cache: not synced").count(), 1, "{log}");
     assert!(!log.contains("error with 403"), "{log}");

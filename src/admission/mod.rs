@@ -8,7 +8,8 @@ mod response;
 use crate::k8s::workload::Kind;
 use crate::kruise::workloadspread::WorkloadSpread;
 use crate::rules::{
-    self, ClusterState, Context, Input, Operation, Phase, RuleId, RuleSet, Subject, User, Verdict,
+    self, ClusterState, Context, Input, LabelsNotFound, Operation, Phase, RuleId, RuleSet, Subject,
+    User, Verdict,
 };
 pub use reader::JsonReader;
 use reader::{Slot, Use};
@@ -68,7 +69,7 @@ pub fn review_in(
     rules: &RuleSet,
     cluster: ClusterState,
 ) -> Result<Reviewed, ReviewError> {
-    review_either(body, endpoint, rules, cluster, None)
+    review_either(body, endpoint, rules, cluster, None, None)
 }
 
 impl Reviewed {
@@ -84,18 +85,23 @@ impl Reviewed {
     }
 }
 
-/// [`review_in`] with the labels of the request's namespace as read from the API server, for
-/// a namespace the cluster cache does not hold.
+/// [`review_in`] with what the server found of the request's namespace beyond its cache: its
+/// labels, or why not (said in the note of the policies that could not judge).
 pub fn review_in_namespace(
     body: &[u8],
     endpoint: Endpoint,
     rules: &RuleSet,
     cluster: ClusterState,
     namespace: &str,
-    labels: std::collections::BTreeMap<String, String>,
+    found: Result<std::collections::BTreeMap<String, String>, LabelsNotFound>,
 ) -> Result<Reviewed, ReviewError> {
-    let namespaces = NamespaceLabels::from([(namespace.to_string(), labels)]);
-    review_either(body, endpoint, rules, cluster, Some(&namespaces))
+    match found {
+        Ok(labels) => {
+            let namespaces = NamespaceLabels::from([(namespace.to_string(), labels)]);
+            review_either(body, endpoint, rules, cluster, Some(&namespaces), None)
+        }
+        Err(why) => review_either(body, endpoint, rules, cluster, None, Some(why)),
+    }
 }
 
 /// A body the on-demand reader cannot answer is answered by the reference, so that every
@@ -107,19 +113,23 @@ fn review_either(
     rules: &RuleSet,
     cluster: ClusterState,
     namespaces: Option<&NamespaceLabels>,
+    not_found: Option<LabelsNotFound>,
 ) -> Result<Reviewed, ReviewError> {
-    review_with(
-        body,
-        JsonReader::OnDemand,
-        endpoint,
-        rules,
-        cluster,
+    let known = Known {
         namespaces,
-    )
-    .or_else(|_| {
-        let reference = JsonReader::Reference;
-        review_with(body, reference, endpoint, rules, cluster, namespaces)
-    })
+        not_found,
+    };
+    review_with(body, JsonReader::OnDemand, endpoint, rules, cluster, known)
+        .or_else(|_| review_with(body, JsonReader::Reference, endpoint, rules, cluster, known))
+}
+
+/// What the caller knows of namespaces beyond the cluster cache.
+#[derive(Clone, Copy, Default)]
+struct Known<'a> {
+    /// Their labels by name (a namespace missing here is said to be so).
+    namespaces: Option<&'a NamespaceLabels>,
+    /// Why the request's namespace's labels were not found elsewhere.
+    not_found: Option<LabelsNotFound>,
 }
 
 /// [`review`] with the labels of the namespaces (`test`: a suite's `namespaces.yaml`), which
@@ -137,6 +147,7 @@ pub fn review_with_namespaces(
         rules,
         ClusterState::Absent,
         Some(namespaces),
+        None,
     )
 }
 
@@ -158,7 +169,7 @@ pub fn review_reference(
         endpoint,
         rules,
         ClusterState::Absent,
-        None,
+        Known::default(),
     )
 }
 
@@ -208,7 +219,7 @@ fn review_with(
     endpoint: Endpoint,
     rules: &RuleSet,
     cluster: ClusterState,
-    namespaces: Option<&NamespaceLabels>,
+    known: Known,
 ) -> Result<Reviewed, ReviewError> {
     let phase = endpoint.phase();
     let cluster_aware = !matches!(cluster, ClusterState::Absent);
@@ -246,7 +257,11 @@ fn review_with(
         old_object,
         context: Context {
             cluster,
-            namespace_labels: namespaces.and_then(|n| n.get(&reviewed.namespace)),
+            namespace_labels: known.namespaces.and_then(|n| n.get(&reviewed.namespace)),
+            labels_not_found: match known.namespaces {
+                Some(n) if !n.contains_key(&reviewed.namespace) => Some(LabelsNotFound::NotGiven),
+                _ => known.not_found,
+            },
             ..Context::default()
         },
     };

@@ -103,6 +103,27 @@ impl Cache {
         f(ClusterState::Ready(store.cluster()))
     }
 
+    /// The labels of namespace `name` while the namespaces' own watch is synced and current,
+    /// even when another resource's is not: node-selection policies read nothing else of the
+    /// cache, and a namespace read from the API server on every request would add a round trip
+    /// to each, just when the API server may be struggling.
+    pub fn namespace_labels(&self, name: &str) -> Option<BTreeMap<String, String>> {
+        {
+            let w = self.watch(Resource::Namespaces);
+            if !w.synced
+                || w.failing_since
+                    .is_some_and(|t| t.elapsed() > self.max_stale)
+            {
+                return None;
+            }
+        }
+        let store = match self.store.read() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        store.cluster().namespaces.get(name).cloned()
+    }
+
     fn apply(&self, r: Resource, e: Event) {
         let mut store = match self.store.write() {
             Ok(s) => s,
@@ -194,6 +215,11 @@ impl NamespaceLookup {
     }
 
     pub async fn labels(&self, name: &str) -> Lookup {
+        // The name comes from the request: one no namespace can have is not sent on (a crafted
+        // one would name another path, under the server's credentials).
+        if !crate::k8s::validation::is_dns1123_label(name) {
+            return Lookup::NotFound;
+        }
         if self.failed_at().is_some_and(|t| t.elapsed() < LOOKUP_PAUSE) {
             return Lookup::Paused;
         }
@@ -201,12 +227,29 @@ impl NamespaceLookup {
         let error = match tokio::time::timeout(self.timeout, api.get_opt(name)).await {
             Ok(Ok(Some(ns))) => return Lookup::Found(ns.metadata.labels.unwrap_or_default()),
             Ok(Ok(None)) => return Lookup::NotFound,
+            Ok(Err(kube::Error::Api(s))) if s.code == 403 => format!(
+                "{} (403 Forbidden: the server's account needs get on namespaces, as manifests/cluster-aware/rbac.yaml grants)",
+                s.message
+            ),
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!("no answer within {} ms", self.timeout.as_millis()),
         };
         *self.failed_at() = Some(Instant::now());
         tracing::warn!(namespace = name, %error, pause_seconds = LOOKUP_PAUSE.as_secs(), "cannot read a namespace the cluster cache does not hold; node-selection policies that select namespaces by label do not judge its requests, and no lookup is tried for a while");
         Lookup::Failed
+    }
+}
+
+impl Lookup {
+    /// The labels, or why they are not known (for the policies' note).
+    pub fn labels(self) -> Result<BTreeMap<String, String>, crate::rules::LabelsNotFound> {
+        use crate::rules::LabelsNotFound as Not;
+        match self {
+            Lookup::Found(labels) => Ok(labels),
+            Lookup::NotFound => Err(Not::NoSuchNamespace),
+            Lookup::Failed => Err(Not::LookupFailed),
+            Lookup::Paused => Err(Not::LookupPaused),
+        }
     }
 }
 
@@ -229,7 +272,7 @@ pub fn spawn(client: Client, cache: Arc<Cache>, page: u32, silence: Duration) {
         if !c.synced() {
             tracing::error!(
                 after_seconds = c.sync_timeout.as_secs(),
-                "cluster cache: not synced; ready without it, the checks that need it are skipped (counted as not_synced) until it syncs. The server's account must be able to list and watch nodes, pods and namespaces (manifests/cluster-aware/rbac.yaml)"
+                "cluster cache: not synced; ready without it, the checks that need it are skipped (counted as not_synced) until it syncs. The server's account must be able to list and watch nodes, pods and namespaces, and get namespaces (manifests/cluster-aware/rbac.yaml)"
             );
         }
     });
@@ -379,7 +422,7 @@ fn watch_failure(e: &watcher::Error) -> String {
     };
     match status.code {
         403 => format!(
-            "cannot {verb}: {} (403 Forbidden: the server's account needs list and watch on nodes, pods and namespaces, as manifests/cluster-aware/rbac.yaml grants)",
+            "cannot {verb}: {} (403 Forbidden: the server's account needs list and watch on nodes, pods and namespaces, and get on namespaces, as manifests/cluster-aware/rbac.yaml grants)",
             status.message
         ),
         code => format!("cannot {verb}: {} ({code} {})", status.message, status.reason),

@@ -137,6 +137,23 @@ pub struct Context<'a> {
     /// The labels of the request's namespace, when the caller knows them from elsewhere than
     /// the cluster cache (`check`: Namespace manifests and `--cluster`; `audit`: its listing).
     pub namespace_labels: Option<&'a std::collections::BTreeMap<String, String>>,
+    /// Where the caller looked for those labels beyond the cluster cache and did not find them.
+    pub labels_not_found: Option<LabelsNotFound>,
+}
+
+/// Why the labels of a request's namespace are not known where the caller looked for them
+/// beyond the cluster cache: said in the note of the policies that could not judge it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelsNotFound {
+    /// Not among the namespaces the caller was given (`review --namespaces`, a suite's
+    /// namespaces.yaml).
+    NotGiven,
+    /// The server read it from the API server, which has no such namespace.
+    NoSuchNamespace,
+    /// The server could not read it from the API server (no answer, or refused).
+    LookupFailed,
+    /// The server did not try: a lookup failed a moment ago.
+    LookupPaused,
 }
 
 /// One request as the rules see it. Requests for subresources never get here.

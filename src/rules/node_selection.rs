@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{
-    Action, ClusterState, Finding, Input, Note, ObjectKind, Operation, Phase, Request, Rule,
-    RuleId, RuleMeta, Verdict, Voice,
+    Action, ClusterState, Finding, Input, LabelsNotFound, Note, ObjectKind, Operation, Phase,
+    Request, Rule, RuleId, RuleMeta, Verdict, Voice,
 };
 use crate::core::nodeselector::{Operator, Requirement, Source, Term};
 use crate::core::satisfy::{intersect, outside};
@@ -298,8 +298,16 @@ fn namespace_labels<'a>(input: &Input<'a>) -> Result<&'a BTreeMap<String, String
 }
 
 /// Why some policies could not tell whether they apply, in words.
-fn unknown_labels_note(namespace: &str, why: &str, policies: &[&Policy]) -> String {
-    let reason = match why {
+fn unknown_labels_note(
+    namespace: &str,
+    why: &str,
+    not_found: Option<LabelsNotFound>,
+    policies: &[&Policy],
+) -> String {
+    let mut reason = match why {
+        _ if not_found == Some(LabelsNotFound::NotGiven) => format!(
+            "namespace {namespace:?} is not among the namespaces given (`review --namespaces`, a suite's namespaces.yaml)"
+        ),
         "namespace_not_cached" => format!(
             "namespace {namespace:?} is not in the server's cluster cache yet (created a moment ago, or the watch lags)"
         ),
@@ -310,6 +318,16 @@ fn unknown_labels_note(namespace: &str, why: &str, policies: &[&Policy]) -> Stri
             "the server's cluster cache cannot be trusted now ({other}), and with it the labels of namespace {namespace:?}"
         ),
     };
+    reason.push_str(match not_found {
+        Some(LabelsNotFound::NoSuchNamespace) => "; the API server has no such namespace",
+        Some(LabelsNotFound::LookupFailed) => {
+            "; reading it from the API server failed (the server's log says why)"
+        }
+        Some(LabelsNotFound::LookupPaused) => {
+            "; not read from the API server, where a lookup failed a moment ago"
+        }
+        Some(LabelsNotFound::NotGiven) | None => "",
+    });
     format!(
         "{} and did not judge this request; {reason}",
         selecting_by_label(policies)
@@ -393,7 +411,12 @@ impl Rule for NodeSelectionRule {
                 rule: ID,
                 voice: Voice::Rule,
                 path: FieldPath::fields(&["metadata", "namespace"]),
-                message: unknown_labels_note(input.namespace, why, &unknown),
+                message: unknown_labels_note(
+                    input.namespace,
+                    why,
+                    input.context.labels_not_found,
+                    &unknown,
+                ),
             });
         }
         for p in policies {

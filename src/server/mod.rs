@@ -20,7 +20,7 @@ use anyhow::{Context, Result};
 use openssl::ssl::{ClientHelloResponse, SslContext};
 
 use crate::admission::{self, Endpoint, ReviewError};
-use crate::live::cache::{Cache, Lookup, NamespaceLookup};
+use crate::live::cache::{Cache, NamespaceLookup};
 use crate::rules::{Outcome, RuleSet, Verdict};
 use crate::server::metrics::Metrics;
 use tls::CertPair;
@@ -42,9 +42,12 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const INLINE_BODY_BYTES: usize = 256 * 1024;
 
 /// How long a namespace the cluster cache does not hold may take to read (at most the
-/// client's timeout): kube-apiserver waits 10 s for a webhook by default, and a request whose
-/// lookup fails is answered as without it.
+/// client's timeout): the manifests' webhooks give the server 5 s (`timeoutSeconds`), and a
+/// request whose lookup fails is answered as without it.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the server found of a request's namespace beyond its cache: its labels, or why not.
+type Found = Result<BTreeMap<String, String>, crate::rules::LabelsNotFound>;
 
 pub struct State {
     rules: RwLock<Arc<RuleSet>>,
@@ -226,14 +229,21 @@ async fn handle(
     let large = body.len() > INLINE_BODY_BYTES;
     let rules = state.rules();
     let mut result = evaluate(&state, large, &body, endpoint, &rules, None).await;
-    if let (Ok(r), Some(lookup)) = (&result, &state.lookup) {
+    if let (Ok(r), Some(lookup), Some(cache)) = (&result, &state.lookup, &state.cache) {
+        // Some node-selection policy needs labels the cache could not give: those of its
+        // namespaces' watch when only another is not current, else the API server's. Asked
+        // again with them, or with why not, for its note.
         if r.namespace_labels_missing() {
-            let found = lookup.labels(&r.namespace).await;
-            state.metrics.namespace_lookup(found.as_str());
-            if let Lookup::Found(labels) = found {
-                let namespace = Some((r.namespace.clone(), labels));
-                result = evaluate(&state, large, &body, endpoint, &rules, namespace).await;
-            }
+            let found = match cache.namespace_labels(&r.namespace) {
+                Some(labels) => Ok(labels),
+                None => {
+                    let found = lookup.labels(&r.namespace).await;
+                    state.metrics.namespace_lookup(found.as_str());
+                    found.labels()
+                }
+            };
+            let namespace = Some((r.namespace.clone(), found));
+            result = evaluate(&state, large, &body, endpoint, &rules, namespace).await;
         }
     }
     answer(&state, endpoint, start, result)
@@ -247,7 +257,7 @@ async fn evaluate(
     body: &web::Bytes,
     endpoint: Endpoint,
     rules: &Arc<RuleSet>,
-    namespace: Option<(String, BTreeMap<String, String>)>,
+    namespace: Option<(String, Found)>,
 ) -> Result<admission::Reviewed, ReviewError> {
     if !large {
         return review(body, endpoint, rules, state.cache.as_deref(), namespace);
@@ -266,14 +276,14 @@ fn review(
     endpoint: Endpoint,
     rules: &RuleSet,
     cache: Option<&Cache>,
-    namespace: Option<(String, BTreeMap<String, String>)>,
+    namespace: Option<(String, Found)>,
 ) -> Result<admission::Reviewed, ReviewError> {
     let Some(cache) = cache else {
         return admission::review(body, endpoint, rules);
     };
     cache.with(|cluster| match namespace {
-        Some((ns, labels)) => {
-            admission::review_in_namespace(body, endpoint, rules, cluster, &ns, labels)
+        Some((ns, found)) => {
+            admission::review_in_namespace(body, endpoint, rules, cluster, &ns, found)
         }
         None => admission::review_in(body, endpoint, rules, cluster),
     })

@@ -561,11 +561,56 @@ spec:
     // A namespace the cache does not hold, judged with the labels the server read for it.
     let body = admission("Pod", "CREATE", "fresh", pod(json!({})), None);
     let read = labelled(&[("tenant", "true"), ("kubernetes.io/metadata.name", "fresh")]);
-    let got =
-        crate::admission::review_in_namespace(&body, Endpoint::Validate, &r, ready, "fresh", read)
-            .unwrap();
+    let got = crate::admission::review_in_namespace(
+        &body,
+        Endpoint::Validate,
+        &r,
+        ready,
+        "fresh",
+        Ok(read.clone()),
+    )
+    .unwrap();
     assert!(!got.allowed);
     assert!(!got.namespace_labels_missing());
+    // Not found there either: admitted, and the note says why.
+    use crate::rules::LabelsNotFound as Not;
+    let tail = |not: Not| {
+        let got = crate::admission::review_in_namespace(
+            &body,
+            Endpoint::Validate,
+            &r,
+            ready,
+            "fresh",
+            Err(not),
+        )
+        .unwrap();
+        assert!(got.allowed && got.namespace_labels_missing());
+        let v: Value = serde_json::from_slice(&got.body).unwrap();
+        let w = v["response"]["warnings"][0].as_str().unwrap().to_string();
+        let lag = "(created a moment ago, or the watch lags)";
+        w[w.find(lag).unwrap() + lag.len()..].to_string()
+    };
+    assert_eq!(
+        tail(Not::NoSuchNamespace),
+        "; the API server has no such namespace"
+    );
+    assert_eq!(
+        tail(Not::LookupFailed),
+        "; reading it from the API server failed (the server's log says why)"
+    );
+    assert_eq!(
+        tail(Not::LookupPaused),
+        "; not read from the API server, where a lookup failed a moment ago"
+    );
+    // Given namespaces that do not hold it (`review --namespaces`, a suite's file).
+    let given = crate::admission::NamespaceLabels::from([("shop".to_string(), read.clone())]);
+    let got =
+        crate::admission::review_with_namespaces(&body, Endpoint::Validate, &r, &given).unwrap();
+    let v: Value = serde_json::from_slice(&got.body).unwrap();
+    assert_eq!(
+        v["response"]["warnings"][0],
+        "node-selection: policy \"tenants-off-gpu\" selects namespaces by label and did not judge this request; namespace \"fresh\" is not among the namespaces given (`review --namespaces`, a suite's namespaces.yaml)"
+    );
 }
 
 /// Without the namespace's labels a selector is still decided where its name alone decides it:
