@@ -186,6 +186,17 @@ impl Lookup {
             Lookup::Paused => "paused",
         }
     }
+
+    /// The labels, or why they are not known (for the policies' note).
+    pub fn labels(self) -> Result<BTreeMap<String, String>, crate::rules::LabelsNotFound> {
+        use crate::rules::LabelsNotFound as Not;
+        match self {
+            Lookup::Found(labels) => Ok(labels),
+            Lookup::NotFound => Err(Not::NoSuchNamespace),
+            Lookup::Failed => Err(Not::LookupFailed),
+            Lookup::Paused => Err(Not::LookupPaused),
+        }
+    }
 }
 
 /// Namespaces the cache does not hold (created a moment ago, or the watch not synced or
@@ -237,19 +248,6 @@ impl NamespaceLookup {
         *self.failed_at() = Some(Instant::now());
         tracing::warn!(namespace = name, %error, pause_seconds = LOOKUP_PAUSE.as_secs(), "cannot read a namespace the cluster cache does not hold; node-selection policies that select namespaces by label do not judge its requests, and no lookup is tried for a while");
         Lookup::Failed
-    }
-}
-
-impl Lookup {
-    /// The labels, or why they are not known (for the policies' note).
-    pub fn labels(self) -> Result<BTreeMap<String, String>, crate::rules::LabelsNotFound> {
-        use crate::rules::LabelsNotFound as Not;
-        match self {
-            Lookup::Found(labels) => Ok(labels),
-            Lookup::NotFound => Err(Not::NoSuchNamespace),
-            Lookup::Failed => Err(Not::LookupFailed),
-            Lookup::Paused => Err(Not::LookupPaused),
-        }
     }
 }
 
