@@ -836,6 +836,22 @@ fn limit_ranges(api: &ApiServer) {
         "{}",
         explained.stderr
     );
+    // audit places a workload's template with the defaults its pods will get.
+    created(
+        api,
+        &format!("/apis/apps/v1/namespaces/{ns}/deployments"),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bare-web"},
+               "spec": {"selector": {"matchLabels": {"app": "bare-web"}},
+                        "template": {"metadata": {"labels": {"app": "bare-web"}},
+                                     "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}),
+    );
+    let r = pg(&admin, &["audit", "-n", ns, "--only-rule", "feasibility"]);
+    assert!(
+        r.stdout.contains("limited/Deployment/bare-web: warning[feasibility] Deployment limited/bare-web: no node can run a new pod of this template now: 0/3 nodes are available"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
