@@ -80,10 +80,19 @@ pub fn admitted_pod(objects: &[Object]) -> bool {
     matches!(placeable(objects).as_slice(), [(o, Kind::Pod)] if crate::k8s::manifest::from_api_server(&o.value))
 }
 
-/// [`caveats`] of the object [`pod_from`] places.
+/// [`caveats`] of the object [`pod_from`] places, after what its file's reading warned of (a
+/// key written twice, whose last value kubectl keeps and the pod is placed with), at its
+/// `line:column`.
 pub fn file_caveats(objects: &[Object]) -> Vec<String> {
     match placeable(objects).as_slice() {
-        [(o, k)] => caveats(*k, &o.value, true),
+        [(o, k)] => {
+            let read = o.warnings.iter();
+            let mut out: Vec<String> = read
+                .map(|(at, w)| format!("{}:{}: {w}", at.line, at.column))
+                .collect();
+            out.extend(caveats(*k, &o.value, true));
+            out
+        }
         _ => Vec::new(),
     }
 }
@@ -854,6 +863,22 @@ spec:
     /// As `kubectl apply -n`: a file's object without a namespace goes to -n, else to the
     /// context's (or `default` beside a dump); one with a namespace keeps it, and -n may not
     /// contradict it.
+    /// A key written twice in the placed object is said, where it is: the pod is placed with
+    /// the last value, as kubectl would create it.
+    #[test]
+    fn a_key_written_twice_is_a_caveat() {
+        let objects = crate::k8s::manifest::parse(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  nodeSelector: {zone: a}\n  nodeSelector: {zone: b}\n  containers: [{name: c, image: i}]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            file_caveats(&objects),
+            ["6:3: duplicated key in mapping: \"nodeSelector\": kubectl keeps the last value, and the one before it is lost"]
+        );
+        let (t, _) = pod_from(&objects, None, "default").unwrap();
+        assert_eq!(t.spec.node_selector.unwrap()["zone"], "b");
+    }
+
     #[test]
     fn a_files_namespace_is_decided_as_kubectl_decides_it() {
         let pod = |ns: &str| format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p{ns}}}\n");
