@@ -48,9 +48,11 @@ impl Witness {
 impl fmt::Display for Witness {
     /// `{pool: tenants, nvidia.com/gpu.present: ""}`, and the name when it matters.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Quoted where YAML would read another type (`true`, `1`, `null`): the value is to
+        // be copied into a nodeSelector, where only a string is a label value.
         let show = |v: &str| {
-            if v.is_empty() {
-                "\"\"".to_string()
+            if v.is_empty() || !yaml_reads_as_string(v) {
+                format!("{v:?}")
             } else {
                 v.to_string()
             }
@@ -66,6 +68,22 @@ impl fmt::Display for Witness {
         }
         Ok(())
     }
+}
+
+/// Whether YAML (1.1, as kubectl's go-yaml reads it, or 1.2) reads `v` unquoted as a string:
+/// not a boolean, a null or a number.
+fn yaml_reads_as_string(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    let special = matches!(
+        lower.as_str(),
+        "true" | "false" | "yes" | "no" | "y" | "n" | "on" | "off" | "null" | "~"
+    ) || lower.starts_with('.');
+    let numeric = v.parse::<f64>().is_ok()
+        || v.strip_prefix("0x")
+            .is_some_and(|h| i64::from_str_radix(h, 16).is_ok())
+        || v.strip_prefix("0o")
+            .is_some_and(|o| i64::from_str_radix(o, 8).is_ok());
+    !special && !numeric
 }
 
 /// Whether a string can be a label value (the API refuses the others, so no node has them).

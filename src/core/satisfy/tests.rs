@@ -37,39 +37,42 @@ fn term(reqs: &[&str]) -> Term {
 fn satisfiability_of_each_pair_of_operators() {
     let cases: &[(&[&str], Option<&str>)] = &[
         (&["k In 1", "k In 2"], None),
-        (&["k In 1,2", "k In 2,3"], Some("{k: 2}")),
+        (&["k In 1,2", "k In 2,3"], Some("{k: \"2\"}")),
         (&["k In 1", "k NotIn 1"], None),
-        (&["k In 1,2", "k NotIn 1"], Some("{k: 2}")),
-        (&["k In 1", "k Exists"], Some("{k: 1}")),
+        (&["k In 1,2", "k NotIn 1"], Some("{k: \"2\"}")),
+        (&["k In 1", "k Exists"], Some("{k: \"1\"}")),
         (&["k In 1", "k DoesNotExist"], None),
-        (&["k In 5", "k Gt 3"], Some("{k: 5}")),
+        (&["k In 5", "k Gt 3"], Some("{k: \"5\"}")),
         (&["k In 2", "k Gt 3"], None),
         (&["k In x", "k Gt 0"], None),
-        (&["k In 1", "k Lt 3"], Some("{k: 1}")),
+        (&["k In 1", "k Lt 3"], Some("{k: \"1\"}")),
         (&["k In 5", "k Lt 3"], None),
-        (&["k In 007", "k Gt 6", "k Lt 8"], Some("{k: 007}")),
+        (&["k In 007", "k Gt 6", "k Lt 8"], Some("{k: \"007\"}")),
         (&["k NotIn 1", "k NotIn 2"], Some("{}")),
         (&["k NotIn 1", "k Exists"], Some("{k: \"\"}")),
         (&["k NotIn 1", "k DoesNotExist"], Some("{}")),
         (&["k NotIn ", "k Exists"], Some("{k: x0}")),
         // NotIn compares strings, Gt and Lt integers: 04 is 4 to them, and not "4".
-        (&["k NotIn 4", "k Gt 3", "k Lt 5"], Some("{k: 04}")),
-        (&["k NotIn 4,04,004", "k Gt 3", "k Lt 5"], Some("{k: 0004}")),
-        (&["k NotIn 4", "k Gt 3", "k Lt 6"], Some("{k: 5}")),
-        (&["k NotIn 4", "k Gt 3"], Some("{k: 5}")),
+        (&["k NotIn 4", "k Gt 3", "k Lt 5"], Some("{k: \"04\"}")),
+        (
+            &["k NotIn 4,04,004", "k Gt 3", "k Lt 5"],
+            Some("{k: \"0004\"}"),
+        ),
+        (&["k NotIn 4", "k Gt 3", "k Lt 6"], Some("{k: \"5\"}")),
+        (&["k NotIn 4", "k Gt 3"], Some("{k: \"5\"}")),
         (&["k Exists", "k DoesNotExist"], None),
-        (&["k Exists", "k Gt 3"], Some("{k: 4}")),
+        (&["k Exists", "k Gt 3"], Some("{k: \"4\"}")),
         (&["k DoesNotExist", "k Gt 3"], None),
         (&["k DoesNotExist", "k Lt 3"], None),
         (&["k DoesNotExist"], Some("{}")),
         (&["k Gt 3", "k Lt 4"], None),
-        (&["k Gt 3", "k Lt 5"], Some("{k: 4}")),
+        (&["k Gt 3", "k Lt 5"], Some("{k: \"4\"}")),
         (&["k Gt 5", "k Lt 3"], None),
-        (&["k Gt 3", "k Gt 7"], Some("{k: 8}")),
+        (&["k Gt 3", "k Gt 7"], Some("{k: \"8\"}")),
         // Label values cannot be negative or out of int64, and a bound must be an integer.
         (&["k Lt 0"], None),
-        (&["k Lt 1"], Some("{k: 0}")),
-        (&["k Gt -5"], Some("{k: 0}")),
+        (&["k Lt 1"], Some("{k: \"0\"}")),
+        (&["k Gt -5"], Some("{k: \"0\"}")),
         (&["k Gt 9223372036854775807"], None),
         (&["k Gt x"], None),
         (&["k In -1"], None),
@@ -78,12 +81,12 @@ fn satisfiability_of_each_pair_of_operators() {
         (&["!k In 1", "k In 1"], None),
         (&["!k In 1", "k Exists"], Some("{k: \"\"}")),
         (&["!k Gt 3", "k Exists"], Some("{k: \"\"}")),
-        (&["!k Gt 3", "k Gt 2"], Some("{k: 3}")),
+        (&["!k Gt 3", "k Gt 2"], Some("{k: \"3\"}")),
         (&["!k Gt 3", "k Gt 3"], None),
         (&["!k Exists", "k In 1"], None),
         (&["!k DoesNotExist"], Some("{k: \"\"}")),
         // Keys are independent; node names are fields that always exist.
-        (&["a In 1", "b In 2"], Some("{a: 1, b: 2}")),
+        (&["a In 1", "b In 2"], Some("{a: \"1\", b: \"2\"}")),
         (&["field:metadata.name In n1"], Some("{} named n1")),
         (
             &["field:metadata.name In n1", "field:metadata.name NotIn n1"],
@@ -161,7 +164,7 @@ fn intersections_and_nodes_outside_a_set_of_terms() {
         )
         .unwrap()
         .to_string(),
-        "{size: 01}"
+        "{size: \"01\"}"
     );
     assert!(intersect(
         &term(&["size In 1,01"]),
@@ -282,4 +285,31 @@ mod property {
             }
         }
     }
+}
+
+/// A witness's label values are shown as they can be copied into a nodeSelector: quoted where
+/// YAML would read another type.
+#[test]
+fn witness_values_are_quoted_where_yaml_reads_another_type() {
+    let w = Witness {
+        labels: [
+            ("a", "true"),
+            ("b", "1"),
+            ("c", "null"),
+            ("d", "z9"),
+            ("e", ""),
+            ("f", "0x1F"),
+            ("g", "On"),
+            ("h", "1.5"),
+            ("i", "v1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        name: None,
+    };
+    assert_eq!(
+        w.to_string(),
+        r#"{a: "true", b: "1", c: "null", d: z9, e: "", f: "0x1F", g: "On", h: "1.5", i: v1}"#
+    );
 }
