@@ -390,8 +390,13 @@ fn merge(
     }
 }
 
-/// The items of a `kind: *List` document, which are read as objects of their own.
-fn list_items<'a, 'y>(doc: &'a MarkedYaml<'y>) -> Option<&'a [MarkedYaml<'y>]> {
+/// A typed list's items' apiVersion and kind.
+type ItemType = (String, String);
+
+/// The items of a `kind: *List` document, which are read as objects of their own, and for a
+/// typed list (`NamespaceList`) the apiVersion and kind of its items: the API server writes
+/// them without (`kubectl get --raw`), and kubectl's decoder gives them the list's.
+fn list_items<'a, 'y>(doc: &'a MarkedYaml<'y>) -> Option<(&'a [MarkedYaml<'y>], Option<ItemType>)> {
     let YamlData::Mapping(map) = &doc.data else {
         return None;
     };
@@ -400,9 +405,17 @@ fn list_items<'a, 'y>(doc: &'a MarkedYaml<'y>) -> Option<&'a [MarkedYaml<'y>]> {
             .find(|(k, _)| is_string(k, |s| s == name))
             .map(|(_, v)| v)
     };
-    let is_list = field("kind").is_some_and(|k| is_string(k, |s| s.ends_with("List")));
+    let text = |name: &str| match resolve(field(name)?).ok().flatten().as_deref() {
+        Some(Scalar::String(s)) => Some(s.to_string()),
+        _ => None,
+    };
+    let kind = text("kind").filter(|k| k.ends_with("List"))?;
+    let typed = match (kind.strip_suffix("List"), text("apiVersion")) {
+        (Some(item), Some(api)) if !item.is_empty() => Some((api, item.to_string())),
+        _ => None,
+    };
     match field("items").map(|i| &i.data) {
-        Some(YamlData::Sequence(items)) if is_list => Some(items),
+        Some(YamlData::Sequence(items)) => Some((items, typed)),
         _ => None,
     }
 }
@@ -758,29 +771,36 @@ fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
         other => other.map_err(refused)?,
     };
     let mut out = Vec::new();
-    let mut read = |node: &MarkedYaml| -> Result<(), SyntaxError> {
-        let mut positions = HashMap::new();
-        positions.insert(String::new(), pos(&node.span.start));
-        let value = convert(text, node, "", &mut positions, &mut warnings)?;
-        if !value.is_null() {
-            let warnings = std::mem::take(&mut warnings);
-            out.push(Object {
-                value,
-                positions,
-                warnings,
-            });
-        }
-        Ok(())
-    };
+    let mut read =
+        |node: &MarkedYaml, typed: Option<&(String, String)>| -> Result<(), SyntaxError> {
+            let mut positions = HashMap::new();
+            positions.insert(String::new(), pos(&node.span.start));
+            let mut value = convert(text, node, "", &mut positions, &mut warnings)?;
+            if let (Some((api, kind)), Some(o)) = (typed, value.as_object_mut()) {
+                if !o.contains_key("kind") && !o.contains_key("apiVersion") {
+                    o.insert("apiVersion".into(), Value::String(api.clone()));
+                    o.insert("kind".into(), Value::String(kind.clone()));
+                }
+            }
+            if !value.is_null() {
+                let warnings = std::mem::take(&mut warnings);
+                out.push(Object {
+                    value,
+                    positions,
+                    warnings,
+                });
+            }
+            Ok(())
+        };
     // Lists inside lists are expanded too, in kubectl's FlattenListVisitor's order: a queue,
     // so a list's own objects come before those of the lists it holds.
     let mut queue = std::collections::VecDeque::new();
     for doc in &docs {
-        queue.push_back(doc);
-        while let Some(node) = queue.pop_front() {
+        queue.push_back((doc, None));
+        while let Some((node, typed)) = queue.pop_front() {
             match list_items(node) {
-                Some(items) => queue.extend(items),
-                None => read(node)?,
+                Some((items, of)) => queue.extend(items.iter().map(|i| (i, of.clone()))),
+                None => read(node, typed.as_ref())?,
             }
         }
     }
@@ -790,6 +810,27 @@ fn parse_document(text: &str) -> Result<Vec<Object>, SyntaxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A typed list's items without apiVersion and kind (`kubectl get --raw`) are of the list's
+    /// kind, as kubectl's decoder makes them; a `kind: List`'s are not, nor is an item that
+    /// says either.
+    #[test]
+    fn typed_list_items_take_the_lists_kind() {
+        let text = r#"{"kind": "NamespaceList", "apiVersion": "v1", "metadata": {}, "items": [
+            {"metadata": {"name": "a"}},
+            {"kind": "Pod", "metadata": {"name": "b"}},
+            {"kind": "List", "apiVersion": "v1", "items": [{"metadata": {"name": "c"}}]}]}"#;
+        let kinds: Vec<(String, String)> = parse(text)
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let s = |f: &str| o.value[f].as_str().unwrap_or("-").to_string();
+                (s("apiVersion"), s("kind"))
+            })
+            .collect();
+        let k = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(kinds, [k("v1", "Namespace"), k("-", "Pod"), k("-", "-")]);
+    }
 
     /// A stream of JSON objects (`jq -c` output) is read as kubectl reads it, each object at
     /// its own line and column; where the stream stops being JSON, the error is there. One
