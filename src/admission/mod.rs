@@ -258,8 +258,12 @@ fn review_with(
         context: Context {
             cluster,
             namespace_labels: known.namespaces.and_then(|n| n.get(&reviewed.namespace)),
+            // Given none (`review` without --namespaces, a suite without namespaces.yaml), the
+            // note says how to give them instead.
             labels_not_found: match known.namespaces {
-                Some(n) if !n.contains_key(&reviewed.namespace) => Some(LabelsNotFound::NotGiven),
+                Some(n) if !n.is_empty() && !n.contains_key(&reviewed.namespace) => {
+                    Some(LabelsNotFound::NotGiven)
+                }
                 _ => known.not_found,
             },
             ..Context::default()

@@ -611,6 +611,18 @@ spec:
         v["response"]["warnings"][0],
         "node-selection: policy \"tenants-off-gpu\" selects namespaces by label and did not judge this request; namespace \"fresh\" is not among the namespaces given (`review --namespaces`, a suite's namespaces.yaml)"
     );
+    // Given none: how to give them.
+    let none = crate::admission::NamespaceLabels::new();
+    let got =
+        crate::admission::review_with_namespaces(&body, Endpoint::Validate, &r, &none).unwrap();
+    let v: Value = serde_json::from_slice(&got.body).unwrap();
+    assert!(
+        v["response"]["warnings"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("the labels of namespace \"fresh\" are not known here (a server reads them from its cluster cache with `serve --cluster-aware`, `test` from its suite's namespaces.yaml, `review` from --namespaces)"),
+        "{v}"
+    );
 }
 
 /// Without the namespace's labels a selector is still decided where its name alone decides it:
