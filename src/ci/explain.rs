@@ -517,8 +517,7 @@ pub fn workloadspread(
             // With what its RuntimeClass adds at admission (its overhead counts for the room),
             // where the dump holds the class.
             let mut notes = Vec::new();
-            let t = runtime_class_admitted(c, &t, "the dump", &mut notes).into_owned();
-            let t = limit_range_admitted(c, &t, &namespace, &mut notes).into_owned();
+            let t = admitted_new_pod(c, &t, &namespace, "the dump", &mut notes).into_owned();
             entry["notes"] = json!(notes);
             let results = filter::evaluate(c, &t, &namespace);
             let feasible: Vec<&str> = results
@@ -638,6 +637,22 @@ pub fn runtime_class_admitted<'a>(
             ));
             Cow::Borrowed(template)
         }
+    }
+}
+
+/// `template` as admission gives it to a new pod in `namespace` ([`runtime_class_admitted`],
+/// then [`limit_range_admitted`]), with caveats saying what was added or could not be.
+pub fn admitted_new_pod<'a>(
+    cluster: &Cluster,
+    template: &'a PodTemplate,
+    namespace: &str,
+    cluster_name: &str,
+    caveats: &mut Vec<String>,
+) -> Cow<'a, PodTemplate> {
+    let t = runtime_class_admitted(cluster, template, cluster_name, caveats);
+    match limit_range_admitted(cluster, &t, namespace, caveats) {
+        Cow::Owned(defaulted) => Cow::Owned(defaulted),
+        Cow::Borrowed(_) => t,
     }
 }
 

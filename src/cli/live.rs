@@ -194,12 +194,7 @@ pub fn evaluate_bound(
     let admitted = if admitted_already {
         Cow::Borrowed(template)
     } else {
-        let t =
-            crate::ci::explain::runtime_class_admitted(cluster, template, cluster_name, caveats);
-        match crate::ci::explain::limit_range_admitted(cluster, &t, ns, caveats) {
-            Cow::Owned(t) => Cow::Owned(t),
-            Cow::Borrowed(_) => t,
-        }
+        crate::ci::explain::admitted_new_pod(cluster, template, ns, cluster_name, caveats)
     };
     let template = admitted.as_ref();
     let Some((node, pod)) = bound else {
@@ -855,15 +850,9 @@ fn audit_one(
                     return Some(Cow::Borrowed(t));
                 }
                 let named = t.spec.runtime_class_name.as_deref().unwrap_or_default();
-                match crate::core::runtime_class::admitted(t, &cluster.runtime_classes) {
-                    // And the default requests of the namespace's LimitRanges.
-                    Ok(t) => Some(
-                        match crate::core::limit_range::admitted_in(&t, &cluster.limit_ranges, &ns)
-                        {
-                            Some((d, _)) => Cow::Owned(d),
-                            None => t,
-                        },
-                    ),
+                // And the default requests of the namespace's LimitRanges.
+                match cluster.admitted(t, &ns) {
+                    Ok(t) => Some(t),
                     Err(_)
                         if cluster.runtime_classes_unread.is_some()
                             && !cluster.runtime_classes.contains_key(named) =>

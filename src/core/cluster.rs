@@ -138,6 +138,23 @@ pub enum ClusterError {
 }
 
 impl Cluster {
+    /// `template` as admission gives it to the new pods of a workload in `namespace`: what its
+    /// RuntimeClass adds, then the default requests of the namespace's LimitRanges; the
+    /// apiserver's reason when it refuses the pods.
+    pub fn admitted<'a>(
+        &self,
+        template: &'a crate::k8s::workload::PodTemplate,
+        namespace: &str,
+    ) -> Result<std::borrow::Cow<'a, crate::k8s::workload::PodTemplate>, String> {
+        let t = super::runtime_class::admitted(template, &self.runtime_classes)?;
+        Ok(
+            match super::limit_range::admitted_in(&t, &self.limit_ranges, namespace) {
+                Some((defaulted, _)) => std::borrow::Cow::Owned(defaulted),
+                None => t,
+            },
+        )
+    }
+
     pub fn new(
         nodes: Vec<Node>,
         namespaces: HashMap<String, BTreeMap<String, String>>,

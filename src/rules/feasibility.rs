@@ -108,22 +108,14 @@ impl Rule for FeasibilityRule {
         // webhook has it already); without the class, the check would judge other pods than
         // the scheduler will see, in either direction: skipped, and counted.
         // So do the default requests of their namespace's LimitRanges.
-        let (admitted, defaulted);
+        let admitted;
         let new = if new.kind == Kind::Pod {
             new
         } else {
-            match crate::core::runtime_class::admitted(new, &cluster.runtime_classes) {
+            match cluster.admitted(new, input.namespace) {
                 Ok(t) => {
                     admitted = t;
-                    let ranges = &cluster.limit_ranges;
-                    match crate::core::limit_range::admitted_in(&admitted, ranges, input.namespace)
-                    {
-                        Some((t, _)) => {
-                            defaulted = t;
-                            &defaulted
-                        }
-                        None => admitted.as_ref(),
-                    }
+                    admitted.as_ref()
                 }
                 Err(_) => {
                     verdict.unchecked.push((ID, "runtime_class_unknown"));
