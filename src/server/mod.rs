@@ -7,11 +7,13 @@ pub mod metrics;
 pub mod tls;
 
 use std::collections::BTreeMap;
+use std::future::Future as _;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use actix_web::http::StatusCode;
@@ -185,10 +187,28 @@ type Refused = (StatusCode, &'static str, String);
 
 /// Reads a body within the size limit and the request timeout, so a client that trickles a body
 /// cannot hold a connection.
+///
+/// The deadline is armed only for a body still incomplete at the handler's second poll. The
+/// dispatcher feeds a body that came with its head right after the handler's first poll, so
+/// waking at once then reads it; a timer armed and disarmed per request cost 1% of the server's
+/// CPU on a gated pod update.
 async fn read_body(state: &State, payload: web::Payload) -> Result<web::Bytes, Refused> {
-    match actix_web::rt::time::timeout(state.body_timeout, payload.to_bytes_limited(MAX_BODY_BYTES))
-        .await
-    {
+    let mut read = std::pin::pin!(payload.to_bytes_limited(MAX_BODY_BYTES));
+    let mut first = true;
+    let early = std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
+        Poll::Ready(r) => Poll::Ready(Some(r)),
+        Poll::Pending if std::mem::take(&mut first) => {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+        Poll::Pending => Poll::Ready(None),
+    })
+    .await;
+    let read = match early {
+        Some(r) => Ok(r),
+        None => actix_web::rt::time::timeout(state.body_timeout, read).await,
+    };
+    match read {
         Ok(Ok(Ok(body))) => Ok(body),
         Ok(Ok(Err(e))) => Err((
             StatusCode::BAD_REQUEST,
