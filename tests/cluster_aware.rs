@@ -335,6 +335,38 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
         ["feasibility: spec.template.spec: no node can run a pod of this template now: 0/3 nodes are available: 3 node(s) had untolerated taint(s). Untolerated: dedicated=batch:NoSchedule on 3 node(s)."]
     );
 
+    // A workload's pods get their RuntimeClass's node selector at admission: a class that sends
+    // them where no node is, once the cache holds it, is warned; a template naming a class the
+    // cache does not hold is not judged (as the apiserver would refuse its pods).
+    let sandboxed = |class: &str| {
+        let mut d = deploy.clone();
+        d["metadata"]["name"] = json!("sandboxed");
+        d["spec"]["template"]["spec"]["tolerations"] = json!([{"operator": "Exists"}]);
+        d["spec"]["template"]["spec"]["runtimeClassName"] = json!(class);
+        let (code, body, warnings) = api.request(
+            "POST",
+            &format!("{deployments}?dryRun=All"),
+            Some(("application/json", &d)),
+        );
+        assert_eq!(code, 201, "{body}");
+        feasibility(&warnings).join("\n")
+    };
+    assert_eq!(sandboxed("gvisor"), "");
+    let (code, body) = api.create(
+        "/apis/node.k8s.io/v1/runtimeclasses",
+        &json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor"},
+                "handler": "runsc", "scheduling": {"nodeSelector": {"sandbox": "gvisor"}}}),
+    );
+    assert_eq!(code, 201, "{body}");
+    until("the RuntimeClass in the cache", || {
+        !sandboxed("gvisor").is_empty()
+    });
+    assert_eq!(
+        sandboxed("gvisor"),
+        "feasibility: spec.template.spec: no node can run a pod of this template now: 0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. Most nodes lack sandbox=gvisor (3/3 nodes)."
+    );
+    assert_eq!(sandboxed("kata"), "");
+
     // A node-selection policy that selects namespaces by label: the watched Namespace's labels
     // decide, and a label taken away is seen too.
     let (code, body) = api.patch(
@@ -388,6 +420,7 @@ fn feasibility_through_a_real_apiserver_with_a_watched_cache() {
     let (_, metrics) = get(&server, "/metrics");
     for want in [
         "placement_guard_cluster_cache_objects{resource=\"nodes\"} 3",
+        "placement_guard_cluster_cache_objects{resource=\"runtimeclasses\"} 1",
         "placement_guard_cluster_cache_age_seconds{resource=\"pods\"} 0.0",
         "placement_guard_admission_requests_total{endpoint=\"validate\",rule=\"feasibility\",verdict=\"denied\"}",
     ] {
@@ -651,7 +684,7 @@ fn a_silent_api_server_makes_the_cache_stale() {
         let failed = format!("cluster cache: watch failed; retrying with backoff resource=\"{r}\"");
         let lines: Vec<&str> = log.lines().filter(|l| l.contains(&failed)).collect();
         assert_eq!(lines.len(), 1, "{r}:\n{log}");
-        assert!(lines[0].contains(&format!("error=cannot list: {r} is forbidden: User \"nobody\" cannot list resource \"{r}\" in API group \"\" at the cluster scope (403 Forbidden: the server's account needs list and watch on nodes, pods and namespaces, and get on namespaces, as manifests/cluster-aware/rbac.yaml grants)")), "{log}");
+        assert!(lines[0].contains(&format!("error=cannot list: {r} is forbidden: User \"nobody\" cannot list resource \"{r}\" in API group \"\" at the cluster scope (403 Forbidden: the server's account needs list and watch on nodes, pods, namespaces and runtimeclasses.node.k8s.io, and get on namespaces, as manifests/cluster-aware/rbac.yaml grants)")), "{log}");
     }
     assert_eq!(log.matches("cluster cache: not synced").count(), 1, "{log}");
     assert!(!log.contains("error with 403"), "{log}");

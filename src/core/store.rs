@@ -1,5 +1,6 @@
-//! The compact snapshot kept current from watch events: every Node, Pod and Namespace event
-//! changes only what it touches (one node's totals, one label set's count), never rebuilds.
+//! The compact snapshot kept current from watch events: every Node, Pod, Namespace and
+//! RuntimeClass event changes only what it touches (one node's totals, one label set's count),
+//! never rebuilds.
 //! Pure: the live adapter feeds it events; admission reads its [`Cluster`].
 //!
 //! Per pod it keeps a key (`namespace/name`), its interned label set, where it is placed and
@@ -16,16 +17,29 @@ pub enum Resource {
     Nodes,
     Pods,
     Namespaces,
+    /// What admission adds to a workload's new pods; optional ([`Resource::REQUIRED`]).
+    RuntimeClasses,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 3] = [Resource::Nodes, Resource::Pods, Resource::Namespaces];
+    pub const ALL: [Resource; 4] = [
+        Resource::Nodes,
+        Resource::Pods,
+        Resource::Namespaces,
+        Resource::RuntimeClasses,
+    ];
+
+    /// What the checks cannot do without. RuntimeClasses only complete a workload's pods as
+    /// admission will make them: while a template's class is not in the store, that template
+    /// is not judged (counted as `runtime_class_unknown`), as when the class does not exist.
+    pub const REQUIRED: [Resource; 3] = [Resource::Nodes, Resource::Pods, Resource::Namespaces];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Resource::Nodes => "nodes",
             Resource::Pods => "pods",
             Resource::Namespaces => "namespaces",
+            Resource::RuntimeClasses => "runtimeclasses",
         }
     }
 
@@ -63,7 +77,7 @@ pub struct Store {
     /// Node name → the pods bound to it while it is not in the store.
     waiting: HashMap<String, Vec<Box<str>>>,
     /// Per resource, during a re-list: the names seen so far.
-    relisting: [Option<HashSet<Box<str>>>; 3],
+    relisting: [Option<HashSet<Box<str>>>; 4],
 }
 
 impl Store {
@@ -77,6 +91,7 @@ impl Store {
             Resource::Nodes => self.cluster.nodes.len(),
             Resource::Pods => self.pods.len(),
             Resource::Namespaces => self.cluster.namespaces.len(),
+            Resource::RuntimeClasses => self.cluster.runtime_classes.len(),
         }
     }
 
@@ -100,6 +115,10 @@ impl Store {
                         let (name, labels) = namespace_of(obj);
                         self.cluster.namespaces.insert(name, labels);
                     }
+                    Resource::RuntimeClasses => {
+                        let name = obj.metadata.name.clone().unwrap_or_default();
+                        self.cluster.runtime_classes.insert(name, obj.runtime_class);
+                    }
                 }
             }
             Event::Delete(obj) => {
@@ -109,6 +128,9 @@ impl Store {
                     Resource::Pods => self.delete_pod(&k),
                     Resource::Namespaces => {
                         self.cluster.namespaces.remove(&k);
+                    }
+                    Resource::RuntimeClasses => {
+                        self.cluster.runtime_classes.remove(&k);
                     }
                 }
             }
@@ -144,6 +166,10 @@ impl Store {
             Resource::Namespaces => self
                 .cluster
                 .namespaces
+                .retain(|n, _| seen.contains(n.as_str())),
+            Resource::RuntimeClasses => self
+                .cluster
+                .runtime_classes
                 .retain(|n, _| seen.contains(n.as_str())),
         }
     }

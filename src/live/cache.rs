@@ -1,4 +1,5 @@
-//! Watch caches of Nodes, Pods and Namespaces for `serve --cluster-aware`, through kube's
+//! Watch caches of Nodes, Pods and Namespaces (and of RuntimeClasses, which complete a
+//! workload's pods as admission makes them) for `serve --cluster-aware`, through kube's
 //! runtime watcher (initial paginated list, watch, re-list on `410 Gone`, backoff on errors).
 //! Each event is read into slim types (what the filters read, not whole objects) and folded
 //! into one [`Store`]; admission reads it under a shared lock.
@@ -34,8 +35,8 @@ struct Watch {
 /// The cache: the store, and the health of each resource's watch.
 pub struct Cache {
     store: RwLock<Store>,
-    watches: [Mutex<Watch>; 3],
-    restarts: [AtomicU64; 3],
+    watches: [Mutex<Watch>; 4],
+    restarts: [AtomicU64; 4],
     /// A watch failing for longer than this makes the cache untrusted.
     max_stale: Duration,
     /// How long an unsynced cache holds readiness back ([`Cache::holds_readiness`]).
@@ -70,16 +71,16 @@ impl Cache {
         }
     }
 
-    /// Every resource has been listed once.
+    /// Every resource the checks need has been listed once.
     pub fn synced(&self) -> bool {
-        Resource::ALL.iter().all(|&r| self.watch(r).synced)
+        Resource::REQUIRED.iter().all(|&r| self.watch(r).synced)
     }
 
     /// Why the cache cannot be trusted now, if it cannot.
     pub fn unavailable(&self) -> Option<&'static str> {
         let now = Instant::now();
         let mut why = None;
-        for r in Resource::ALL {
+        for r in Resource::REQUIRED {
             let w = self.watch(r);
             if !w.synced {
                 return Some(NOT_SYNCED);
@@ -270,7 +271,7 @@ pub fn spawn(client: Client, cache: Arc<Cache>, page: u32, silence: Duration) {
         if !c.synced() {
             tracing::error!(
                 after_seconds = c.sync_timeout.as_secs(),
-                "cluster cache: not synced; ready without it, the checks that need it are skipped (counted as not_synced) until it syncs. The server's account must be able to list and watch nodes, pods and namespaces, and get namespaces (manifests/cluster-aware/rbac.yaml)"
+                "cluster cache: not synced; ready without it, the checks that need it are skipped (counted as not_synced) until it syncs. The server's account must be able to list and watch nodes, pods and namespaces (and runtimeclasses.node.k8s.io), and get namespaces (manifests/cluster-aware/rbac.yaml)"
             );
         }
     });
@@ -290,6 +291,15 @@ pub fn spawn(client: Client, cache: Arc<Cache>, page: u32, silence: Duration) {
         move || watcher::watcher(namespaces.clone(), config()),
         cache.clone(),
         Resource::Namespaces,
+    ));
+    // What admission adds to a workload's new pods: their RuntimeClass's node selector and
+    // tolerations. A Pod reaching the webhook has them already, and its LimitRanges' default
+    // requests too; the node-side filters a template is judged by read no requests.
+    let runtime_classes = Api::<WatchedRuntimeClass>::all(client.clone());
+    tokio::spawn(run(
+        move || watcher::watcher(runtime_classes.clone(), config()),
+        cache.clone(),
+        Resource::RuntimeClasses,
     ));
     // As the scheduler's informer: finished pods take nothing, and leave the watch as deletes.
     let pods = Api::<WatchedPod>::all(client);
@@ -420,7 +430,7 @@ fn watch_failure(e: &watcher::Error) -> String {
     };
     match status.code {
         403 => format!(
-            "cannot {verb}: {} (403 Forbidden: the server's account needs list and watch on nodes, pods and namespaces, and get on namespaces, as manifests/cluster-aware/rbac.yaml grants)",
+            "cannot {verb}: {} (403 Forbidden: the server's account needs list and watch on nodes, pods, namespaces and runtimeclasses.node.k8s.io, and get on namespaces, as manifests/cluster-aware/rbac.yaml grants)",
             status.message
         ),
         code => format!("cannot {verb}: {} ({code} {})", status.message, status.reason),
@@ -457,7 +467,7 @@ fn slim_meta<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Er
 
 /// The watched kinds: what the store reads of each, as kube resources.
 macro_rules! watched {
-    ($name:ident, $kind:literal, $plural:literal, $scope:ty) => {
+    ($name:ident, $kind:literal, $group:literal, $plural:literal, $scope:ty) => {
         #[derive(Clone, Debug, Deserialize)]
         pub struct $name {
             #[serde(deserialize_with = "slim_meta")]
@@ -466,6 +476,11 @@ macro_rules! watched {
             spec: Option<SlimSpec>,
             #[serde(default)]
             status: Option<SlimStatus>,
+            /// A RuntimeClass's (top-level fields; no other kind has them there).
+            #[serde(default)]
+            overhead: Option<crate::core::runtime_class::Overhead>,
+            #[serde(default)]
+            scheduling: Option<crate::core::runtime_class::Scheduling>,
         }
 
         impl kube::Resource for $name {
@@ -475,7 +490,7 @@ macro_rules! watched {
                 Cow::Borrowed($kind)
             }
             fn group(_: &()) -> Cow<'_, str> {
-                Cow::Borrowed("")
+                Cow::Borrowed($group)
             }
             fn version(_: &()) -> Cow<'_, str> {
                 Cow::Borrowed("v1")
@@ -505,7 +520,10 @@ macro_rules! watched {
                     },
                     spec: o.spec,
                     status: o.status,
-                    runtime_class: Default::default(),
+                    runtime_class: crate::core::runtime_class::RuntimeClass {
+                        overhead: o.overhead,
+                        scheduling: o.scheduling,
+                    },
                 }
             }
         }
@@ -515,19 +533,29 @@ macro_rules! watched {
 watched!(
     WatchedNode,
     "Node",
+    "",
     "nodes",
     k8s_openapi::ClusterResourceScope
 );
 watched!(
     WatchedPod,
     "Pod",
+    "",
     "pods",
     k8s_openapi::NamespaceResourceScope
 );
 watched!(
     WatchedNamespace,
     "Namespace",
+    "",
     "namespaces",
+    k8s_openapi::ClusterResourceScope
+);
+watched!(
+    WatchedRuntimeClass,
+    "RuntimeClass",
+    "node.k8s.io",
+    "runtimeclasses",
     k8s_openapi::ClusterResourceScope
 );
 

@@ -530,7 +530,7 @@ pub async fn serve(opts: ServeOptions) -> Result<()> {
         let conn = crate::live::connect(&ca.connect)
             .await
             .map_err(|e| anyhow::anyhow!("--cluster-aware: {e}"))?;
-        tracing::info!(server = %conn.server, "cluster cache: listing and watching nodes, pods and namespaces");
+        tracing::info!(server = %conn.server, "cluster cache: listing and watching nodes, pods, namespaces and runtimeclasses");
         let cache = Arc::new(Cache::new(ca.max_stale, ca.sync_timeout));
         let lookup =
             NamespaceLookup::new(conn.client.clone(), ca.connect.timeout.min(LOOKUP_TIMEOUT));

@@ -270,3 +270,48 @@ proptest! {
         prop_assert!(live <= s.len(Resource::Pods));
     }
 }
+
+/// RuntimeClasses follow their events (an update replaces, a delete removes, a re-list drops
+/// what it did not see) and end as a dump of the same objects reads them.
+#[test]
+fn runtime_classes_follow_their_events() {
+    let rc = |name: &str, zone: &str| {
+        slim(
+            json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name},
+                    "handler": "runsc", "scheduling": {"nodeSelector": {"zone": zone}}}),
+        )
+    };
+    let mut s = Store::default();
+    for e in [
+        Event::Apply(rc("gvisor", "a")),
+        Event::Apply(rc("kata", "b")),
+        Event::Apply(rc("gvisor", "c")),
+        Event::Apply(rc("wasm", "d")),
+        Event::Delete(rc("kata", "b")),
+    ] {
+        s.apply(Resource::RuntimeClasses, e);
+    }
+    let mut b = Builder::new(true);
+    for o in [rc("gvisor", "c"), rc("wasm", "d")] {
+        b.push(o, Some("RuntimeClass")).unwrap();
+    }
+    assert_eq!(
+        s.cluster().runtime_classes,
+        b.finish().unwrap().0.runtime_classes
+    );
+    let selector = s.cluster().runtime_classes["gvisor"]
+        .scheduling
+        .as_ref()
+        .and_then(|s| s.node_selector.clone());
+    assert_eq!(
+        selector,
+        Some(BTreeMap::from([("zone".into(), "c".into())]))
+    );
+    assert_eq!(s.len(Resource::RuntimeClasses), 2);
+
+    s.apply(Resource::RuntimeClasses, Event::Relist);
+    s.apply(Resource::RuntimeClasses, Event::Apply(rc("wasm", "d")));
+    s.apply(Resource::RuntimeClasses, Event::RelistDone);
+    let names: Vec<&String> = s.cluster().runtime_classes.keys().collect();
+    assert_eq!(names, ["wasm"]);
+}
