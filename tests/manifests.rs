@@ -462,7 +462,8 @@ fn cluster_aware_component_adds_rights_and_token_only_there() {
     assert_eq!(role.len(), 1);
     assert_eq!(
         role[0]["rules"],
-        serde_json::json!([{"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]}])
+        serde_json::json!([{"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": ["get", "list", "watch"]},
+                           {"apiGroups": ["node.k8s.io"], "resources": ["runtimeclasses"], "verbs": ["list", "watch"]}])
     );
     let binding = of("ClusterRoleBinding");
     assert_eq!(binding[0]["roleRef"]["name"], role[0]["metadata"]["name"]);
