@@ -1386,3 +1386,151 @@ fn quantities_are_refused_as_the_apiserver_refuses_them() {
         }
     }
 }
+
+/// A WorkloadSpread subset's patched pod spec is validated as Kruise validates it, with the
+/// apiserver's `ValidatePodSpec`: the environment's sources are refused as kube-apiserver
+/// refuses them on a pod (dry-run creates), at the same fields with the same messages, and the
+/// same ones are taken (a divisor `1000` is `1k`, `spec.host` is `spec.nodeName`).
+#[test]
+fn environment_sources_are_refused_as_the_apiserver_refuses_them() {
+    use placement_guard::k8s::fieldpath::FieldPath;
+    use placement_guard::kruise::podspec::validate_pod_spec;
+    let Some(api) = with_apiserver("environment_sources_are_refused_as_the_apiserver_refuses_them")
+    else {
+        return;
+    };
+    api.namespace("env");
+    let field = |p: &str| json!({"fieldRef": {"fieldPath": p}});
+    let resource = |r: &str, d: Option<&str>| {
+        let mut f = json!({"resource": r});
+        if let Some(d) = d {
+            f["divisor"] = json!(d);
+        }
+        json!({"resourceFieldRef": f})
+    };
+    let cases: Vec<(&str, Value)> = vec![
+        ("no source", json!({"valueFrom": {}})),
+        (
+            "a value beside a source",
+            json!({"value": "x", "valueFrom": field("metadata.name")}),
+        ),
+        (
+            "two sources",
+            json!({"valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}, "secretKeyRef": {"name": "s", "key": "k"}}}),
+        ),
+        (
+            "a pod field not for the environment",
+            json!({"valueFrom": field("status.phase")}),
+        ),
+        (
+            "an unknown pod field",
+            json!({"valueFrom": field("spec.foo")}),
+        ),
+        (
+            "another apiVersion",
+            json!({"valueFrom": {"fieldRef": {"apiVersion": "v2", "fieldPath": "metadata.name"}}}),
+        ),
+        (
+            "a bad label key",
+            json!({"valueFrom": field("metadata.labels['bad key!']")}),
+        ),
+        (
+            "an annotation key, lower-cased",
+            json!({"valueFrom": field("metadata.annotations['Example.com/Team']")}),
+        ),
+        (
+            "a subscript of a plain field",
+            json!({"valueFrom": field("metadata.name['x']")}),
+        ),
+        ("spec.host", json!({"valueFrom": field("spec.host")})),
+        ("host IPs", json!({"valueFrom": field("status.hostIPs")})),
+        (
+            "an unknown resource",
+            json!({"valueFrom": resource("limits.gpu", None)}),
+        ),
+        ("no resource", json!({"valueFrom": resource("", Some("1"))})),
+        (
+            "a cpu divisor in bytes",
+            json!({"valueFrom": resource("limits.cpu", Some("1Mi"))}),
+        ),
+        (
+            "a cpu divisor of 1000m",
+            json!({"valueFrom": resource("limits.cpu", Some("1000m"))}),
+        ),
+        (
+            "a memory divisor of 1000",
+            json!({"valueFrom": resource("requests.memory", Some("1000"))}),
+        ),
+        (
+            "a memory divisor of 1024",
+            json!({"valueFrom": resource("requests.memory", Some("1024"))}),
+        ),
+        (
+            "a memory divisor of 1024Ki",
+            json!({"valueFrom": resource("requests.memory", Some("1024Ki"))}),
+        ),
+        (
+            "a memory divisor of 1e3",
+            json!({"valueFrom": resource("limits.memory", Some("1e3"))}),
+        ),
+        (
+            "a storage divisor of 1m",
+            json!({"valueFrom": resource("limits.ephemeral-storage", Some("1m"))}),
+        ),
+        (
+            "a hugepages divisor of 1m",
+            json!({"valueFrom": resource("requests.hugepages-2Mi", Some("1m"))}),
+        ),
+        (
+            "a zero divisor",
+            json!({"valueFrom": resource("limits.cpu", Some("0"))}),
+        ),
+        (
+            "a config map's bad name and no key",
+            json!({"valueFrom": {"configMapKeyRef": {"name": "Bad_Name", "key": ""}}}),
+        ),
+        (
+            "a secret's bad keys",
+            json!({"valueFrom": {"secretKeyRef": {"name": "s", "key": "a/b"}}}),
+        ),
+        (
+            "a secret key ..",
+            json!({"valueFrom": {"secretKeyRef": {"name": "s", "key": ".."}}}),
+        ),
+        (
+            "a secret without a name",
+            json!({"valueFrom": {"secretKeyRef": {"key": "k"}}}),
+        ),
+    ];
+    let mut refused = 0;
+    for (i, (what, env)) in cases.iter().enumerate() {
+        let mut var = json!({"name": "V"});
+        for (k, v) in env.as_object().unwrap() {
+            var[k] = v.clone();
+        }
+        let spec = json!({"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "env": [var]}]});
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i}")}, "spec": spec});
+        let theirs: Vec<String> = refused_by_apiserver(
+            what,
+            api.create("/api/v1/namespaces/env/pods?dryRun=All", &pod),
+            201,
+        )
+        .into_iter()
+        // Kruise vendors Kubernetes 1.32, before `fileKeyRef` (1.34).
+        .map(|(field, _, message)| {
+            format!("{field}: {message}").replace(
+                "`configMapKeyRef`, `secretKeyRef` or `fileKeyRef`",
+                "`configMapKeyRef` or `secretKeyRef`",
+            )
+        })
+        .collect();
+        let ours: Vec<String> = validate_pod_spec(&spec, &FieldPath::new("spec"))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(ours, theirs, "{what}");
+        refused += usize::from(!theirs.is_empty());
+    }
+    // The table is not vacuous: all but the seven valid rows are refused.
+    assert_eq!(refused, cases.len() - 7);
+}

@@ -90,6 +90,49 @@ pub fn scaled(q: &str, scale: i32) -> Option<i64> {
     Some(v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)
 }
 
+/// `q`'s canonical form (`resource.Quantity.String`) when that is one unit of a suffix: `1m`,
+/// `1`, `1k` … `1E`, `1Ki` … `1Ei`, the forms the downward API's divisors may take; `None` for
+/// any other value. The form follows the suffix written, as Go's does: `1000m` is `1`, `1024Ki`
+/// is `1Mi`, but `1024` stays `1024`, `1e3` stays `1e3`, and a binary value under 1024 is
+/// written in decimal (`0.0009765625Ki` is `1`).
+pub fn unit_form(q: &str) -> Option<&'static str> {
+    let (neg, m, e10, e2) = parse_parts(q)?;
+    if neg || m == 0 {
+        return None;
+    }
+    let suffix = q.trim().trim_start_matches(['+', '-']);
+    let suffix = suffix.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    // The value in thousandths, when it is a whole number of them.
+    let mut v = m;
+    for _ in 0..e2 {
+        v = v.checked_mul(2)?;
+    }
+    let e = e10 + 3;
+    if e >= 0 {
+        v = v.checked_mul(10i128.checked_pow(e as u32)?)?;
+    } else {
+        let d = 10i128.checked_pow(e.unsigned_abs())?;
+        if v % d != 0 {
+            return None;
+        }
+        v /= d;
+    }
+    const DECIMAL: [&str; 8] = ["1m", "1", "1k", "1M", "1G", "1T", "1P", "1E"];
+    const BINARY: [&str; 6] = ["1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"];
+    // `1e3`, not `E` (exa) or `Ei`.
+    if suffix.len() > 1 && suffix.starts_with(['e', 'E']) && !suffix.ends_with('i') {
+        return (v == 1000).then_some("1");
+    }
+    if suffix.ends_with('i') && v >= 1024 * 1000 {
+        return (1..=6u32)
+            .find(|&k| Some(v) == 1024i128.checked_pow(k).map(|x| x * 1000))
+            .map(|k| BINARY[k as usize - 1]);
+    }
+    (0..8u32)
+        .find(|&k| v == 1000i128.pow(k))
+        .map(|k| DECIMAL[k as usize])
+}
+
 /// A resource list in the scheduler's units: CPU in millicores, everything else in base units.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Resources {
@@ -397,6 +440,37 @@ pub fn conflicts(used: &[HostPort], want: &HostPort) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The canonical form Go writes, when it is one unit: the suffix written decides the form.
+    #[test]
+    fn unit_forms_follow_the_suffix_written() {
+        for (q, want) in [
+            ("1", Some("1")),
+            ("1000m", Some("1")),
+            ("0.001", Some("1m")),
+            ("1m", Some("1m")),
+            ("1000", Some("1k")),
+            ("1k", Some("1k")),
+            ("1000000000000000000", Some("1E")),
+            ("1E", Some("1E")),
+            ("1000P", Some("1E")),
+            ("1024", None),
+            ("1Ki", Some("1Ki")),
+            ("1024Ki", Some("1Mi")),
+            ("0.5Mi", None),
+            ("1Ei", Some("1Ei")),
+            ("0.0009765625Ki", Some("1")),
+            ("1e3", None),
+            ("1e0", Some("1")),
+            ("2", None),
+            ("1u", None),
+            ("0", None),
+            ("-1", None),
+            ("lots", None),
+        ] {
+            assert_eq!(unit_form(q), want, "{q}");
+        }
+    }
 
     #[test]
     fn quantities_in_scheduler_units() {

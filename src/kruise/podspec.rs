@@ -1,7 +1,7 @@
 //! The apiserver's `ValidatePodSpec`, which Kruise runs on a WorkloadSpread subset's patched
 //! pod template (here, not in `k8s`, because it compares quantities with the core's parser),
-//! for the parts a pod template's author gets wrong: volumes,
-//! containers (names, images, ports, environment, volume mounts, pull and termination message
+//! for the parts a pod template's author gets wrong: volumes, containers (names, images, ports,
+//! environment variables' names and sources, volume mounts, pull and termination message
 //! policies, requests against limits), restart and DNS policies, the node selector, node
 //! affinity's required terms, tolerations and the DNS-label and subdomain fields. It reads the
 //! spec as JSON with Go's zero values for what is missing, as the apiserver sees a spec after
@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use crate::core::resources::scaled;
 use crate::k8s::fieldpath::{FieldError, FieldPath};
 use crate::k8s::validation::{
-    dns1123_subdomain_errors, is_dns1123_label, validate_labels, validate_term,
-    validate_toleration, DNS1123_LABEL_FMT,
+    dns1123_subdomain_errors, is_dns1123_label, qualified_name_errors, validate_labels,
+    validate_term, validate_toleration, DNS1123_LABEL_FMT,
 };
 
 const ENV_VAR_NAME_FMT: &str = "[-._a-zA-Z][-._a-zA-Z0-9]*";
@@ -338,6 +338,224 @@ fn validate_env(env: &[Value], path: &FieldPath, out: &mut Vec<FieldError>) {
         if let Some(m) = chdir {
             out.push(FieldError::invalid(np, json!(name), m));
         }
+        if let Some(from) = e.get("valueFrom").filter(|v| !v.is_null()) {
+            validate_value_from(
+                from,
+                str_of(e, "value"),
+                &path.index(i).child("valueFrom"),
+                out,
+            );
+        }
+    }
+}
+
+/// `validateEnvVarValueFrom`: exactly one source, and no `value` beside it.
+fn validate_value_from(from: &Value, value: &str, path: &FieldPath, out: &mut Vec<FieldError>) {
+    let source = |key: &str| from.get(key).filter(|v| !v.is_null());
+    let mut sources = 0;
+    if let Some(f) = source("fieldRef") {
+        sources += 1;
+        validate_field_ref(f, &path.child("fieldRef"), out);
+    }
+    if let Some(r) = source("resourceFieldRef") {
+        sources += 1;
+        validate_resource_field_ref(r, &path.child("resourceFieldRef"), out);
+    }
+    if let Some(k) = source("configMapKeyRef") {
+        sources += 1;
+        validate_key_selector(k, &path.child("configMapKeyRef"), out);
+    }
+    if let Some(k) = source("secretKeyRef") {
+        sources += 1;
+        validate_key_selector(k, &path.child("secretKeyRef"), out);
+    }
+    let problem = match sources {
+        0 => Some("must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"),
+        _ if !value.is_empty() => Some("may not be specified when `value` is not empty"),
+        1 => None,
+        _ => Some("may not have more than one field specified at a time"),
+    };
+    if let Some(p) = problem {
+        out.push(FieldError::invalid(path.clone(), json!(""), p));
+    }
+}
+
+/// The pod fields an environment variable may read (`validEnvDownwardAPIFieldPathExpressions`),
+/// sorted as the apiserver lists them.
+const ENV_FIELD_PATHS: [&str; 9] = [
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.hostIP",
+    "status.hostIPs",
+    "status.podIP",
+    "status.podIPs",
+];
+
+/// `validateObjectFieldSelector` for an environment variable. A missing `apiVersion` is `v1`,
+/// as defaulting (which Kruise runs before validating) makes it.
+fn validate_field_ref(f: &Value, path: &FieldPath, out: &mut Vec<FieldError>) {
+    let field_path = str_of(f, "fieldPath");
+    if field_path.is_empty() {
+        out.push(FieldError::required(path.child("fieldPath"), ""));
+        return;
+    }
+    let version = match str_of(f, "apiVersion") {
+        "" => "v1",
+        v => v,
+    };
+    // `ConvertDownwardAPIFieldLabel`, then the subscript's or the path's own check.
+    let subscripted = field_path
+        .strip_suffix("']")
+        .and_then(|s| s.split_once("['"))
+        .filter(|(p, _)| !p.is_empty());
+    let converted = if version != "v1" {
+        Err(format!("unsupported pod version: {version}"))
+    } else {
+        match subscripted {
+            Some(("metadata.annotations" | "metadata.labels", _)) => Ok(field_path),
+            Some(_) => Err(format!(
+                "field label does not support subscript: {field_path}"
+            )),
+            None => match field_path {
+                "spec.host" => Ok("spec.nodeName"),
+                "metadata.annotations"
+                | "metadata.labels"
+                | "spec.restartPolicy"
+                | "spec.schedulerName"
+                | "status.phase" => Ok(field_path),
+                p if ENV_FIELD_PATHS.contains(&p) => Ok(p),
+                _ => Err(format!("field label not supported: {field_path}")),
+            },
+        }
+    };
+    let converted = match converted {
+        Ok(c) => c,
+        Err(e) => {
+            out.push(FieldError::invalid(
+                path.child("fieldPath"),
+                json!(field_path),
+                format!("error converting fieldPath: {e}"),
+            ));
+            return;
+        }
+    };
+    match subscripted {
+        Some((p, key)) => {
+            let key = if p == "metadata.annotations" {
+                key.to_lowercase()
+            } else {
+                key.to_string()
+            };
+            for m in qualified_name_errors(&key) {
+                out.push(FieldError::invalid(path.clone(), json!(key), m));
+            }
+        }
+        None if !ENV_FIELD_PATHS.contains(&converted) => out.push(FieldError::not_supported(
+            path.child("fieldPath"),
+            json!(converted),
+            &ENV_FIELD_PATHS,
+        )),
+        None => {}
+    }
+}
+
+/// The container resources an environment variable may read, sorted as the apiserver lists
+/// them; `requests.hugepages-*` and `limits.hugepages-*` may be read too.
+const ENV_RESOURCES: [&str; 6] = [
+    "limits.cpu",
+    "limits.ephemeral-storage",
+    "limits.memory",
+    "requests.cpu",
+    "requests.ephemeral-storage",
+    "requests.memory",
+];
+
+/// `validateContainerResourceFieldSelector` with its divisor check, for an environment
+/// variable (which needs no `containerName`).
+fn validate_resource_field_ref(r: &Value, path: &FieldPath, out: &mut Vec<FieldError>) {
+    let resource = str_of(r, "resource");
+    let hugepages =
+        resource.starts_with("requests.hugepages-") || resource.starts_with("limits.hugepages-");
+    if resource.is_empty() {
+        out.push(FieldError::required(path.child("resource"), ""));
+    } else if !ENV_RESOURCES.contains(&resource) && !hugepages {
+        out.push(FieldError::not_supported(
+            path.child("resource"),
+            json!(resource),
+            &ENV_RESOURCES,
+        ));
+    }
+    let divisor = match r.get("divisor") {
+        Some(Value::String(d)) => d.as_str(),
+        _ => return,
+    };
+    // An unset (zero) divisor is not checked.
+    if crate::core::resources::scaled(divisor, 3).is_none_or(|v| v == 0) {
+        return;
+    }
+    let unit = crate::core::resources::unit_form(divisor);
+    const SIZES: &str = "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the";
+    let sized = unit.is_some_and(|u| u != "1m");
+    let problem = match resource {
+        "limits.cpu" | "requests.cpu" if !matches!(unit, Some("1m" | "1")) => {
+            Some("only divisor's values 1m and 1 are supported with the cpu resource".to_string())
+        }
+        "limits.memory" | "requests.memory" if !sized => Some(format!("{SIZES} memory resource")),
+        "limits.ephemeral-storage" | "requests.ephemeral-storage" if !sized => {
+            Some(format!("{SIZES} local ephemeral storage resource"))
+        }
+        _ => None,
+    };
+    if let Some(p) = problem {
+        out.push(FieldError::invalid(
+            path.child("divisor"),
+            json!(resource),
+            p,
+        ));
+    }
+    if hugepages && !sized {
+        out.push(FieldError::invalid(
+            path.child("divisor"),
+            json!(resource),
+            format!("{SIZES} hugepages resource"),
+        ));
+    }
+}
+
+/// `validateConfigMapKeySelector` and `validateSecretKeySelector`: a DNS subdomain name and a
+/// config key (`IsConfigMapKey`).
+fn validate_key_selector(k: &Value, path: &FieldPath, out: &mut Vec<FieldError>) {
+    out.extend(dns1123_subdomain(str_of(k, "name"), &path.child("name")));
+    let key = str_of(k, "key");
+    let kp = path.child("key");
+    if key.is_empty() {
+        out.push(FieldError::required(kp, ""));
+        return;
+    }
+    if key.len() > 253 {
+        out.push(FieldError::invalid(
+            kp.clone(),
+            json!(key),
+            "must be no more than 253 characters",
+        ));
+    }
+    if !key
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'))
+    {
+        out.push(FieldError::invalid(kp.clone(), json!(key), "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"));
+    }
+    let chdir = match key {
+        "." => Some("must not be '.'"),
+        ".." => Some("must not be '..'"),
+        k if k.starts_with("..") => Some("must not start with '..'"),
+        _ => None,
+    };
+    if let Some(m) = chdir {
+        out.push(FieldError::invalid(kp, json!(key), m));
     }
 }
 
