@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use crate::admission::NamespaceLabels;
@@ -31,13 +32,15 @@ pub const RULE_UNREADABLE: &str = "unreadable";
 pub const RULE_FEASIBILITY: &str = crate::rules::feasibility::ID.as_str();
 
 /// A workload a WorkloadSpread may target: (group, kind, namespace, name), its pod template,
-/// the names of its volumeClaimTemplates, replicas.
+/// the names of its volumeClaimTemplates, replicas, and the selector its controller owns its
+/// pods by.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Workload {
     id: (String, String, String, String),
     template: Value,
     claims: Vec<String>,
     replicas: Option<i64>,
+    selector: Option<LabelSelector>,
 }
 
 /// A [`Workload`] as it is written to the spill, borrowing the object it is read from.
@@ -47,6 +50,7 @@ struct WorkloadRecord<'a> {
     template: &'a Value,
     claims: Vec<&'a str>,
     replicas: Option<i64>,
+    selector: Option<LabelSelector>,
 }
 
 impl Workload {
@@ -119,6 +123,7 @@ impl Targets {
             template,
             claims,
             replicas: v["spec"]["replicas"].as_i64(),
+            selector: workload::workload_selector(v),
         };
         let Ok(record) = serde_json::to_vec(&record) else {
             return;
@@ -803,6 +808,7 @@ impl Checker {
                 replicas: w.replicas,
                 template: Some(&w.template),
                 claims: &w.claims,
+                selector: w.selector.as_ref(),
             });
             let input = Input {
                 phase: Phase::Validate,

@@ -221,6 +221,19 @@ pub fn workload_template(value: &Value) -> Option<&Value> {
     Some(at)
 }
 
+/// The selector by which any workload [`workload_template_path`] knows owns its pods (a
+/// ReplicationController's map as a selector); `None` for a Pod, a PodTemplate and a workload
+/// that names none.
+pub fn workload_selector(value: &Value) -> Option<LabelSelector> {
+    let kind = Kind::from_api_version(value["apiVersion"].as_str()?, value["kind"].as_str()?)?;
+    let spec = match kind {
+        Kind::Pod | Kind::PodTemplate => return None,
+        Kind::CronJob => &value["spec"]["jobTemplate"]["spec"],
+        _ => &value["spec"],
+    };
+    selector_from(spec.get("selector").cloned())
+}
+
 /// The pod spec of any workload [`workload_template_path`] knows.
 pub fn workload_pod_spec(value: &Value) -> Option<PodSpec> {
     let (api, kind) = (value["apiVersion"].as_str()?, value["kind"].as_str()?);

@@ -653,6 +653,8 @@ pub struct Target<'a> {
     /// volumeClaimTemplates, for the subsets' patches; `None` when only the spec is known.
     pub template: Option<&'a Value>,
     pub claims: &'a [String],
+    /// The selector by which the workload's controller owns its pods.
+    pub selector: Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
 }
 
 /// Checks the subsets against the workload they inject into.
@@ -726,6 +728,9 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
     }
     if let Some(t) = target.template {
         out.extend(validate_patches(ws, t, target.claims));
+        if let Some(selector) = target.selector {
+            out.extend(patched_labels(ws, t, selector));
+        }
     }
     let caps: Vec<Option<Cap>> = ws.subsets.iter().map(cap_of).collect();
     if let Some(replicas) = target.replicas {
@@ -874,6 +879,51 @@ pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]
                 .into_iter()
                 .map(err),
         );
+    }
+    out
+}
+
+/// Subsets whose patch changes the pods' labels so that the workload's selector no longer
+/// matches them (where it matched the template's). Kruise does not check this; its controller
+/// would release each pod it creates as not its own and create another in its place, which
+/// gets the patch again, without end (a StatefulSet, whose pods have fixed names, stalls).
+fn patched_labels(
+    ws: &WorkloadSpread,
+    template: &Value,
+    selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+) -> Vec<Problem> {
+    use std::collections::BTreeMap;
+    let labels = |pod: &Value| -> BTreeMap<String, String> {
+        serde_json::from_value(pod["metadata"]["labels"].clone()).unwrap_or_default()
+    };
+    if !crate::core::labels::selector_matches(selector, &labels(template)) {
+        return Vec::new();
+    }
+    let kind = ws
+        .target_ref
+        .as_ref()
+        .map_or("workload", |t| t.kind.as_str());
+    let owner = if kind == "Deployment" {
+        "its ReplicaSet"
+    } else {
+        "the workload"
+    };
+    let shown = serde_json::to_string(selector).unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, sub) in ws.subsets.iter().enumerate() {
+        let Some(patch) = &sub.patch else { continue };
+        // A patch that does not merge has its own error.
+        let Ok(pod) = strategic::apply(template, patch) else {
+            continue;
+        };
+        let patched = labels(&pod);
+        if !crate::core::labels::selector_matches(selector, &patched) {
+            out.push(err(FieldError::invalid(
+                FieldPath::new("spec.subsets").index(i).child("patch").child("metadata").child("labels"),
+                json!(patched),
+                format!("subset {:?}: the patched pods' labels do not match the {kind}'s selector {shown}, so {owner} would release each pod it creates as not its own and create another in its place, without end; leave the selector's labels out of the patch", sub.name),
+            )));
+        }
     }
     out
 }

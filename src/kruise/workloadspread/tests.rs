@@ -1,3 +1,4 @@
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{json, Value};
 
 use super::*;
@@ -269,6 +270,7 @@ fn cross(v: &Value, spec: Value, replicas: Option<i64>) -> Vec<String> {
             replicas,
             template: None,
             claims: &[],
+            selector: None,
         },
     )
     .iter()
@@ -691,6 +693,7 @@ fn patches_are_validated_against_the_patched_template() {
                 replicas: Some(6),
                 template: Some(&template),
                 claims: &claims,
+                selector: None,
             },
         )
         .iter()
@@ -922,6 +925,7 @@ fn patched_subsets_are_judged_on_their_patched_pods() {
                 replicas: None,
                 template: Some(&template),
                 claims: &[],
+                selector: None,
             },
         )
         .iter()
@@ -968,4 +972,63 @@ fn patched_subsets_are_judged_on_their_patched_pods() {
     for (what, subset, want) in cases {
         assert_eq!(run(subset), want, "{what}");
     }
+}
+
+/// A patch that changes the labels the workload's selector picks its pods by is an error (the
+/// controller would release each pod and create another, without end); one that adds labels,
+/// or changes others, is fine, and so is any patch when the selector did not match the
+/// template to begin with.
+#[test]
+fn a_patch_may_not_take_the_pods_out_of_the_workloads_selector() {
+    let template = json!({"metadata": {"labels": {"app": "w", "tier": "web"}},
+        "spec": {"containers": [{"name": "main", "image": "img"}]}});
+    let spec: PodSpec = serde_json::from_value(template["spec"].clone()).unwrap();
+    let selector: LabelSelector =
+        serde_json::from_value(json!({"matchLabels": {"app": "w"}})).unwrap();
+    let run = |patch: Value, selector: &LabelSelector| -> Vec<String> {
+        let v = typed(&ws(
+            "v1alpha1",
+            json!([{"name": "a", "patch": patch}, {"name": "rest"}]),
+            json!({}),
+        ));
+        cross_check(
+            &v,
+            &Target {
+                spec: &spec,
+                replicas: None,
+                template: Some(&template),
+                claims: &[],
+                selector: Some(selector),
+            },
+        )
+        .iter()
+        .map(|p| format!("{:?} {}", p.level, p.error))
+        .collect()
+    };
+    assert_eq!(
+        run(json!({"metadata": {"labels": {"app": "other"}}}), &selector),
+        [
+            r#"Error spec.subsets[0].patch.metadata.labels: Invalid value: {"app":"other","tier":"web"}: subset "a": the patched pods' labels do not match the CloneSet's selector {"matchLabels":{"app":"w"}}, so the workload would release each pod it creates as not its own and create another in its place, without end; leave the selector's labels out of the patch"#
+        ]
+    );
+    assert_eq!(
+        run(json!({"metadata": {"labels": {"app": null}}}), &selector).len(),
+        1
+    );
+    for fine in [
+        json!({"metadata": {"labels": {"zone": "a"}}}),
+        json!({"metadata": {"labels": {"tier": "batch"}}}),
+        json!({"metadata": {"annotations": {"x": "y"}}}),
+    ] {
+        assert_eq!(run(fine.clone(), &selector), Vec::<String>::new(), "{fine}");
+    }
+    let elsewhere: LabelSelector =
+        serde_json::from_value(json!({"matchLabels": {"app": "x"}})).unwrap();
+    assert_eq!(
+        run(
+            json!({"metadata": {"labels": {"app": "other"}}}),
+            &elsewhere
+        ),
+        Vec::<String>::new()
+    );
 }
