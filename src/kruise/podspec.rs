@@ -329,13 +329,7 @@ fn validate_env(env: &[Value], path: &FieldPath, out: &mut Vec<FieldError>) {
         if !well_formed {
             out.push(FieldError::invalid(np.clone(), json!(name), format!("a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '{ENV_VAR_NAME_FMT}')")));
         }
-        let chdir = match name {
-            "." => Some("must not be '.'"),
-            ".." => Some("must not be '..'"),
-            n if n.starts_with("..") => Some("must not start with '..'"),
-            _ => None,
-        };
-        if let Some(m) = chdir {
+        if let Some(m) = chdir_prefix(name) {
             out.push(FieldError::invalid(np, json!(name), m));
         }
         if let Some(from) = e.get("valueFrom").filter(|v| !v.is_null()) {
@@ -548,14 +542,19 @@ fn validate_key_selector(k: &Value, path: &FieldPath, out: &mut Vec<FieldError>)
     {
         out.push(FieldError::invalid(kp.clone(), json!(key), "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"));
     }
-    let chdir = match key {
+    if let Some(m) = chdir_prefix(key) {
+        out.push(FieldError::invalid(kp, json!(key), m));
+    }
+}
+
+/// `hasChDirPrefix`: environment variable names and config keys become file or variable names
+/// that must not lead out of their directory.
+fn chdir_prefix(value: &str) -> Option<&'static str> {
+    match value {
         "." => Some("must not be '.'"),
         ".." => Some("must not be '..'"),
-        k if k.starts_with("..") => Some("must not start with '..'"),
+        v if v.starts_with("..") => Some("must not start with '..'"),
         _ => None,
-    };
-    if let Some(m) = chdir {
-        out.push(FieldError::invalid(kp, json!(key), m));
     }
 }
 
