@@ -171,8 +171,9 @@ pub enum Command {
         /// How long (seconds) a request's head and body may take to arrive.
         #[arg(long, default_value_t = 10)]
         request_timeout: u64,
-        /// Watch the cluster's Nodes, Pods and Namespaces (needs get/list/watch on them) so
-        /// that the `feasibility` rule can say when a pod is left no node to run on.
+        /// Watch the cluster's Nodes, Pods and Namespaces (needs get/list/watch on them), and
+        /// its RuntimeClasses if allowed (list/watch), so that the `feasibility` rule can say
+        /// when a pod is left no node to run on.
         #[arg(long)]
         cluster_aware: bool,
         /// With --cluster-aware: kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then
