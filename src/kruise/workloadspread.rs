@@ -727,10 +727,7 @@ pub fn cross_check(ws: &WorkloadSpread, target: &Target) -> Vec<Problem> {
         }
     }
     if let Some(t) = target.template {
-        out.extend(validate_patches(ws, t, target.claims));
-        if let Some(selector) = target.selector {
-            out.extend(patched_labels(ws, t, selector));
-        }
+        out.extend(validate_patches(ws, t, target.claims, target.selector));
     }
     let caps: Vec<Option<Cap>> = ws.subsets.iter().map(cap_of).collect();
     if let Some(replicas) = target.replicas {
@@ -819,7 +816,24 @@ fn patched_selection(
 /// valid pod spec. As in Kruise, the whole spec is judged, so a template whose mount has no
 /// volume is refused under every patched subset, and errors are reported under
 /// `spec.subsets[i].patch` with paths relative to the pod spec.
-pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]) -> Vec<Problem> {
+///
+/// Beyond Kruise: with the workload's `selector`, a patch that changes the labels it owns its
+/// pods by (where it matched the template's) is an error. Kruise takes it, and the controller
+/// would release each pod it creates as not its own and create another in its place, which gets
+/// the patch again, without end (a StatefulSet, whose pods have fixed names, stalls).
+pub fn validate_patches(
+    ws: &WorkloadSpread,
+    template: &Value,
+    claims: &[String],
+    selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+) -> Vec<Problem> {
+    use std::collections::BTreeMap;
+    let labels_of = |pod: &Value| {
+        serde_json::from_value::<BTreeMap<String, String>>(pod["metadata"]["labels"].clone())
+    };
+    let owning = selector.filter(|s| {
+        crate::core::labels::selector_matches(s, &labels_of(template).unwrap_or_default())
+    });
     let mut base = template.clone();
     if !base.is_object() {
         base = json!({});
@@ -862,68 +876,42 @@ pub fn validate_patches(ws: &WorkloadSpread, template: &Value, claims: &[String]
             )));
         }
         // The pods' labels as the apiserver validates them when Kruise's webhook creates them.
-        if let Ok(labels) = serde_json::from_value::<std::collections::BTreeMap<String, String>>(
-            pod["metadata"]["labels"].clone(),
-        ) {
+        let labels = labels_of(&pod);
+        if let Ok(labels) = &labels {
             out.extend(
                 crate::k8s::validation::validate_labels(
-                    &labels,
+                    labels,
                     &path.child("metadata").child("labels"),
                 )
                 .into_iter()
                 .map(err),
             );
         }
+        if let Some(selector) = owning {
+            let patched = labels.unwrap_or_default();
+            if !crate::core::labels::selector_matches(selector, &patched) {
+                let kind = ws
+                    .target_ref
+                    .as_ref()
+                    .map_or("workload", |t| t.kind.as_str());
+                let owner = if kind == "Deployment" {
+                    "its ReplicaSet"
+                } else {
+                    "the workload"
+                };
+                let shown = serde_json::to_string(selector).unwrap_or_default();
+                out.push(err(FieldError::invalid(
+                    path.child("metadata").child("labels"),
+                    json!(patched),
+                    format!("subset {:?}: the patched pods' labels do not match the {kind}'s selector {shown}, so {owner} would release each pod it creates as not its own and create another in its place, without end; leave the selector's labels out of the patch", sub.name),
+                )));
+            }
+        }
         out.extend(
             crate::kruise::podspec::validate_pod_spec(&pod["spec"], &path)
                 .into_iter()
                 .map(err),
         );
-    }
-    out
-}
-
-/// Subsets whose patch changes the pods' labels so that the workload's selector no longer
-/// matches them (where it matched the template's). Kruise does not check this; its controller
-/// would release each pod it creates as not its own and create another in its place, which
-/// gets the patch again, without end (a StatefulSet, whose pods have fixed names, stalls).
-fn patched_labels(
-    ws: &WorkloadSpread,
-    template: &Value,
-    selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
-) -> Vec<Problem> {
-    use std::collections::BTreeMap;
-    let labels = |pod: &Value| -> BTreeMap<String, String> {
-        serde_json::from_value(pod["metadata"]["labels"].clone()).unwrap_or_default()
-    };
-    if !crate::core::labels::selector_matches(selector, &labels(template)) {
-        return Vec::new();
-    }
-    let kind = ws
-        .target_ref
-        .as_ref()
-        .map_or("workload", |t| t.kind.as_str());
-    let owner = if kind == "Deployment" {
-        "its ReplicaSet"
-    } else {
-        "the workload"
-    };
-    let shown = serde_json::to_string(selector).unwrap_or_default();
-    let mut out = Vec::new();
-    for (i, sub) in ws.subsets.iter().enumerate() {
-        let Some(patch) = &sub.patch else { continue };
-        // A patch that does not merge has its own error.
-        let Ok(pod) = strategic::apply(template, patch) else {
-            continue;
-        };
-        let patched = labels(&pod);
-        if !crate::core::labels::selector_matches(selector, &patched) {
-            out.push(err(FieldError::invalid(
-                FieldPath::new("spec.subsets").index(i).child("patch").child("metadata").child("labels"),
-                json!(patched),
-                format!("subset {:?}: the patched pods' labels do not match the {kind}'s selector {shown}, so {owner} would release each pod it creates as not its own and create another in its place, without end; leave the selector's labels out of the patch", sub.name),
-            )));
-        }
     }
     out
 }

@@ -793,7 +793,7 @@ fn patches_are_validated_against_the_patched_template() {
     let dup = spread(
         json!({"spec": {"containers": [{"name": "main", "ports": [{"containerPort": 8080, "name": "http"}]}]}}),
     );
-    let found: Vec<String> = validate_patches(&dup, &named, &[])
+    let found: Vec<String> = validate_patches(&dup, &named, &[], None)
         .iter()
         .map(|p| p.error.to_string())
         .collect();
@@ -804,7 +804,7 @@ fn patches_are_validated_against_the_patched_template() {
     );
     // A subset without a patch is not judged, whatever the template.
     let no_patch = typed(&ws("v1alpha1", json!([{"name": "a"}]), json!({})));
-    assert!(validate_patches(&no_patch, &template, &[]).is_empty());
+    assert!(validate_patches(&no_patch, &template, &[], None).is_empty());
 }
 
 /// A subset whose own term matches no node is reported whatever the workload, once.
