@@ -451,6 +451,15 @@ impl Checker {
             ));
             return;
         }
+        if let Some(message) = workload::unknown_kind(api, kind_name) {
+            self.report.diagnostics.push(Diagnostic::file_level(
+                file,
+                obj.position(&FieldPath::fields(&["kind"])),
+                RULE_INVALID,
+                message,
+            ));
+            return;
+        }
         let Some(kind) = Kind::from_api_version(api, kind_name) else {
             // Not judged, but its labels say which node-selection policies apply to the
             // objects after it.
@@ -681,9 +690,16 @@ impl Checker {
     /// warning of its own.
     fn record(&mut self, found: Vec<Diagnostic>, on: &Found) {
         let (ignored, reason) = ignored_rules(&on.obj.value);
-        let known = crate::ci::report::rule_ids();
+        // Only the policy rules: the input's own findings (invalid-object, duplicate-key, ...)
+        // are about the file, not something an object can opt out of.
+        let known: Vec<&str> = crate::rules::all_rules().map(|m| m.id.as_str()).collect();
         for id in ignored.iter().filter(|r| !known.contains(&r.as_str())) {
             let path = FieldPath::new("metadata.annotations").key(IGNORE_ANNOTATION);
+            let hint = if crate::ci::report::rule_ids().contains(&id.as_str()) {
+                format!("{id} findings say the input cannot be read as written, which no object can opt out of; this one suppresses nothing (mend the input, or leave its file out with --exclude)")
+            } else {
+                "the annotation names rule ids as `placement-guard rules --list` shows them; this one suppresses nothing".to_string()
+            };
             self.report.diagnostics.push(on.diagnostic(
                 RULE_INVALID,
                 Severity::Warning,
@@ -692,7 +708,7 @@ impl Checker {
                     "Unsupported value: {id:?}: supported values: {}",
                     known.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
                 ),
-                Some("the annotation names rule ids as `placement-guard rules --list` shows them; this one suppresses nothing".into()),
+                Some(hint),
             ));
         }
         for d in found {

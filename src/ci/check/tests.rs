@@ -615,6 +615,26 @@ spec:
         "{}",
         found[0].3
     );
+    // The input's own findings are no rule an object opts out of: not offered, and said so.
+    assert!(!found[0].3.contains("invalid-object"), "{}", found[0].3);
+    let mut c = Checker::new(&RuleSet::default());
+    c.check_text(
+        "p.yaml",
+        &text.replace("hard-anti-afinity", "invalid-object"),
+    );
+    let r = c.finish();
+    let d = &r.diagnostics[0];
+    assert_eq!(r.diagnostics.len(), 1);
+    assert!(
+        d.message
+            .starts_with("Unsupported value: \"invalid-object\": supported values:"),
+        "{}",
+        d.message
+    );
+    assert_eq!(
+        d.hint.as_deref(),
+        Some("invalid-object findings say the input cannot be read as written, which no object can opt out of; this one suppresses nothing (mend the input, or leave its file out with --exclude)")
+    );
 }
 
 /// A Pod as written gets the apiserver's matchLabelKeys merge before its spread constraints
@@ -1166,4 +1186,67 @@ fn a_namespace_manifest_is_checked_strictly() {
             "4:1 sepc error"
         ]
     );
+}
+
+/// A kind that a served version of a group without a dot does not have is a typo kubectl apply
+/// refuses (no CRD can add one): an error at `kind`, never an object skipped as another kind.
+#[test]
+fn unknown_kinds_in_groups_without_a_dot_are_refused() {
+    let rules = crate::rules::config::RuleSet::default();
+    let doc = |api: &str, kind: &str| {
+        format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: i}}]}}}}}}\n")
+    };
+    let cases = [
+        (
+            "apps/v1",
+            "Deploymnet",
+            Some("did you mean \"Deployment\"?"),
+        ),
+        (
+            "apps/v1",
+            "deployment",
+            Some("did you mean \"Deployment\"?"),
+        ),
+        ("v1", "pod", Some("did you mean \"Pod\"?")),
+        ("batch/v1", "cronjob", Some("did you mean \"CronJob\"?")),
+        ("apps/v1", "ConfigMap", Some("write apiVersion: v1")),
+        (
+            "policy/v1",
+            "PodSecurityPolicy",
+            Some("policy/v1 serves Eviction, PodDisruptionBudget"),
+        ),
+        // Served kinds are checked or skipped as before.
+        ("apps/v1", "Deployment", None),
+        ("v1", "ConfigMap", None),
+        ("autoscaling/v2", "HorizontalPodAutoscaler", None),
+        // Dotted groups are anybody's; unserved versions of dotless ones are not this check's.
+        ("example.com/v1", "Deploymnet", None),
+        ("policy/v1beta1", "PodSecurityPolicy", None),
+        // Files that are no API objects: a kubeconfig, an old scheduler policy.
+        ("v1", "Config", None),
+        ("v1", "Policy", None),
+        (
+            "v1",
+            "PodDisruptionBudget",
+            Some("write apiVersion: policy/v1"),
+        ),
+        ("v1", "Services", Some("did you mean \"Service\"?")),
+    ];
+    for (api, kind, want) in cases {
+        let (invalid, _) = invalid_objects(&rules, &doc(api, kind));
+        match want {
+            Some(end) => {
+                assert_eq!(invalid.len(), 1, "{api} {kind}: {invalid:?}");
+                let m = &invalid[0].1;
+                assert!(
+                    m.starts_with(&format!("kind: Unsupported value: {kind:?}: no matches for kind {kind:?} in version {api:?}, so kubectl apply fails")) && m.ends_with(end),
+                    "{api} {kind}: {m}"
+                );
+            }
+            None => assert!(invalid.is_empty(), "{api} {kind}: {invalid:?}"),
+        }
+    }
+    let mut c = Checker::new(&rules);
+    c.check_text("w.yaml", &doc("apps/v1", "Deploymnet"));
+    insta::assert_snapshot!("unknown_kind", report::text(&c.finish(), false));
 }
