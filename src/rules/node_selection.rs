@@ -677,12 +677,24 @@ fn judge(
         };
         if let Some((f, w)) = hit {
             // The legal form, when the forbidden term is one requirement with a one-requirement
-            // negation.
-            let hint = Term::from_api(f).and_then(|t| match t.requirements.as_slice() {
-                [r] => negation(r)
-                    .map(|n| format!("to stay off those nodes, require \"{n}\": {place}")),
-                _ => None,
-            });
+            // negation; but a selection with no node outside the forbidden ones (`pool: gpu`
+            // against `pool In [gpu]`) must select others, as the negation would leave it none.
+            let forbidden = Term::from_api(f);
+            let hint = if forbidden
+                .as_ref()
+                .is_some_and(|t| outside(term, &[Some(t.clone())]).is_none())
+            {
+                Some(format!(
+                    "every node this selection admits matches {}: select nodes the policy allows here (requiring the opposite beside it would leave the pod no node)",
+                    quote_terms(std::slice::from_ref(f))
+                ))
+            } else {
+                forbidden.and_then(|t| match t.requirements.as_slice() {
+                    [r] => negation(r)
+                        .map(|n| format!("to stay off those nodes, require \"{n}\": {place}")),
+                    _ => None,
+                })
+            };
             out.push((
                 FieldError::forbidden(
                     path.clone(),

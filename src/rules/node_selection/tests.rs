@@ -725,3 +725,31 @@ fn a_server_without_the_cluster_refuses_policies_that_need_labels() {
         "{got}"
     );
 }
+
+/// The hint for a selection that reaches forbidden nodes: the requirement that keeps it off
+/// them, unless every node it selects is forbidden, where that requirement would leave none.
+#[test]
+fn the_hint_never_leaves_the_pod_no_node() {
+    let r = rules(POLICY);
+    let hints = |spec: Value| {
+        let body = admission("Pod", "CREATE", "team-a", pod(spec), None);
+        let rv = review(&body, Endpoint::Validate, &r).unwrap();
+        let v: Value = serde_json::from_slice(&rv.body).unwrap();
+        v["response"]["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|w| w.contains("those nodes") || w.contains("every node"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        hints(json!({"nodeSelector": {"pool": "tenants"}})),
+        ["node-selection: to stay off those nodes, require \"nvidia.com/gpu.present DoesNotExist\": add it as required node affinity"]
+    );
+    assert_eq!(
+        hints(json!({"nodeSelector": {"pool": "tenants", "nvidia.com/gpu.present": "true"}})),
+        ["node-selection: every node this selection admits matches \"nvidia.com/gpu.present Exists\": select nodes the policy allows here (requiring the opposite beside it would leave the pod no node)"]
+    );
+}
