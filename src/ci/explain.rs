@@ -549,6 +549,16 @@ pub fn workloadspread(
         "overflow": dist.overflow,
         "subsets": subsets,
     });
+    // What Kruise's webhook refuses: such a WorkloadSpread is never created, and the table is
+    // what it would do if it were.
+    let refused: Vec<String> = wsp::validate(ws)
+        .into_iter()
+        .filter(|p| p.level == wsp::Level::Error)
+        .map(|p| p.error.to_string())
+        .collect();
+    if !refused.is_empty() {
+        out["refused"] = json!(refused);
+    }
     // Adaptive: where the pods end up once Kruise has moved those its subsets have no room for.
     if let (Some(secs), Some(_), None) = (
         ws.schedule_strategy.reschedule_seconds(),

@@ -1031,6 +1031,16 @@ fn run_explain_spread(
     };
     match explain::workloadspread(&ws_objs, &w_objs, replicas, snapshot.as_ref()) {
         Ok(v) => {
+            if let Some(refused) = v["refused"].as_array() {
+                let causes: Vec<&str> = refused
+                    .iter()
+                    .filter_map(serde_json::Value::as_str)
+                    .collect();
+                note_caveats(&[format!(
+                    "Kruise's webhook refuses this WorkloadSpread as written, so it never places a pod (below: what it would do if it were admitted): {}",
+                    causes.join("; ")
+                )]);
+            }
             match output {
                 ExplainOutput::Text => out!("{}", explain::workloadspread_text(&v)),
                 ExplainOutput::Json => {

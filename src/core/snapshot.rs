@@ -216,6 +216,57 @@ fn check_node(obj: &SlimObject) -> Result<(), String> {
     Ok(())
 }
 
+/// What kube-apiserver would never have stored in a Pod of a dump: a quantity that is none in
+/// what it requests (read as zero, it would turn `Insufficient` into a fit).
+fn check_pod(obj: &SlimObject) -> Result<(), String> {
+    use crate::k8s::validation::quantity_error;
+    let Some(spec) = &obj.spec else {
+        return Ok(());
+    };
+    let refused = |path: String, q: &Quantity, why: &str| {
+        let m = &obj.metadata;
+        format!(
+            "pod \"{}/{}\": {path}: Invalid value: {:?}: {why}",
+            m.namespace.as_deref().unwrap_or("default"),
+            m.name.as_deref().unwrap_or(""),
+            q.0
+        )
+    };
+    for (field, list) in [
+        ("containers", &spec.containers),
+        ("initContainers", &spec.init_containers),
+    ] {
+        for (i, c) in list.iter().flatten().enumerate() {
+            if let Some((part, k, q, why)) = invalid_requirement(&c.resources) {
+                let path = format!("spec.{field}[{i}].resources.{part}[{k}]");
+                return Err(refused(path, q, why));
+            }
+        }
+    }
+    if let Some((part, k, q, why)) = invalid_requirement(&spec.resources) {
+        return Err(refused(format!("spec.resources.{part}[{k}]"), q, why));
+    }
+    for (k, q) in spec.overhead.iter().flatten() {
+        if let Some(why) = quantity_error(&q.0) {
+            return Err(refused(format!("spec.overhead[{k}]"), q, why));
+        }
+    }
+    Ok(())
+}
+
+/// The first request or limit that is no quantity: where, which, it, and why.
+fn invalid_requirement(
+    r: &Option<k8s_openapi::api::core::v1::ResourceRequirements>,
+) -> Option<(&'static str, &String, &Quantity, &'static str)> {
+    let r = r.as_ref()?;
+    [("requests", &r.requests), ("limits", &r.limits)]
+        .into_iter()
+        .flat_map(|(part, m)| m.iter().flatten().map(move |(k, q)| (part, k, q)))
+        .find_map(|(part, k, q)| {
+            crate::k8s::validation::quantity_error(&q.0).map(|why| (part, k, q, why))
+        })
+}
+
 /// A Namespace's name and labels, its name label included: the apiserver always sets it to the
 /// name, whatever a manifest or a hand-edited dump says.
 pub fn namespace_of(obj: SlimObject) -> (String, BTreeMap<String, String>) {
@@ -340,6 +391,9 @@ impl Builder {
                 self.cluster.runtime_classes.insert(name, obj.runtime_class);
             }
             Some("Pod") => {
+                if !self.from_api {
+                    check_pod(&obj)?;
+                }
                 self.counts.pods += 1;
                 let Some((node, pod)) = bound_of(obj) else {
                     self.counts.unbound_pods += 1;
