@@ -3,6 +3,11 @@
 //! the body, parses nothing, and answers a fixed allow.
 //!
 //! cargo run --release --example noop_server -- 127.0.0.1:18444 2 /tmp/noop-cert
+//!
+//! `PROBE` adds one thing to each request, to see what a handler's extra work costs the whole
+//! server under the benchmark's pinned load (README, "Session 33"); `make bench` never sets it.
+//! `PROBE=spin:NANOS` busy-waits that long, reading only the clock (so it takes no cache from
+//! the network path); `PROBE=review` runs the real review of the body and throws it away.
 
 // Test and benchmark helpers fail loudly on broken fixtures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -15,7 +20,33 @@ static GLOBAL: placement_guard::alloc::MiMalloc = placement_guard::alloc::MiMall
 
 const ALLOW: &str = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"","allowed":true}}"#;
 
+/// What `PROBE` asks for, read once at start.
+enum Probe {
+    None,
+    Spin(std::time::Duration),
+    Review(Box<placement_guard::rules::config::RuleSet>),
+}
+
+static PROBE: std::sync::OnceLock<Probe> = std::sync::OnceLock::new();
+
 async fn allow(body: web::Bytes) -> HttpResponse {
+    match PROBE.get() {
+        None | Some(Probe::None) => {}
+        Some(Probe::Spin(d)) => {
+            let t = std::time::Instant::now();
+            while t.elapsed() < *d {
+                std::hint::spin_loop();
+            }
+        }
+        Some(Probe::Review(rules)) => {
+            let r = placement_guard::admission::review(
+                &body,
+                placement_guard::admission::Endpoint::Validate,
+                rules,
+            );
+            std::hint::black_box(r.is_ok());
+        }
+    }
     std::hint::black_box(body.len());
     HttpResponse::Ok()
         .content_type("application/json")
@@ -23,6 +54,15 @@ async fn allow(body: web::Bytes) -> HttpResponse {
 }
 
 fn main() -> std::io::Result<()> {
+    let probe = match std::env::var("PROBE").as_deref() {
+        Err(_) | Ok("") => Probe::None,
+        Ok("review") => Probe::Review(Default::default()),
+        Ok(s) => match s.strip_prefix("spin:").and_then(|n| n.parse().ok()) {
+            Some(ns) => Probe::Spin(std::time::Duration::from_nanos(ns)),
+            None => panic!("PROBE={s:?}: spin:NANOS or review"),
+        },
+    };
+    let _ = PROBE.set(probe);
     let args: Vec<String> = std::env::args().collect();
     let addr = args
         .get(1)
