@@ -2175,50 +2175,35 @@ fn explain_workloadspread_says_when_the_apiserver_refuses_the_patched_pods() {
 #[test]
 fn explain_workloadspread_says_when_kruise_refuses_it() {
     let d = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
-    let spread = std::fs::read_to_string(format!("{d}/workloadspread/zones.yaml")).unwrap();
-    let bad = spread
+    let zones = std::path::PathBuf::from(format!("{d}/workloadspread/zones.yaml"));
+    let bad = std::fs::read_to_string(&zones)
+        .unwrap()
         .replacen("name: subset-b", "name: subset-a", 1)
         .replacen("maxReplicas: 3", "maxReplicas: 150%", 1);
     let dir = temp_dir("ws-refused");
     let ws = dir.join("ws.yaml");
     std::fs::write(&ws, bad).unwrap();
-    let w = format!("{d}/workloadspread/cloneset.yaml");
-    let args = [
-        "explain",
-        "--workloadspread",
-        ws.to_str().unwrap(),
-        "--workload",
-        &w,
-    ];
-    let r = run(&args, None);
+    let (text, json) = explain_spread(&ws, &[]);
     assert_eq!(
-        r.stderr,
+        text.stderr,
         "placement-guard: note: Kruise's webhook refuses this WorkloadSpread as written, so it never places a pod (below: what it would do if it were admitted): spec.subsets[0].maxReplicas: Invalid value: \"150%\": must be a whole percentage between 0% and 100%, e.g. \"20%\"; spec.subsets[1].name: Duplicate value: \"subset-a\"\n"
     );
     assert!(
-        r.stdout
+        text.stdout
             .starts_with("WorkloadSpread web-zones over CloneSet web"),
         "{}",
-        r.stdout
+        text.stdout
     );
-    let r = run(&[&args[..], &["-o", "json"]].concat(), None);
-    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(
         v["refused"].as_array().map(Vec::len),
         Some(2),
         "{}",
-        r.stdout
+        json.stdout
     );
     // A valid one says nothing of the kind.
-    let r = run(
-        &[
-            "explain",
-            "--workloadspread",
-            &format!("{d}/workloadspread/zones.yaml"),
-            "--workload",
-            &w,
-        ],
-        None,
-    );
-    assert_eq!(r.stderr, "");
+    let (text, json) = explain_spread(&zones, &[]);
+    assert_eq!(text.stderr, "");
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v["refused"], serde_json::Value::Null);
 }

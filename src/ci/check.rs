@@ -442,19 +442,14 @@ impl Checker {
             }
             (false, false) => {}
         }
-        if let Some(message) = workload::unserved_version(api, kind_name) {
+        // What kubectl apply refuses as no kind the API server serves, at the field to mend.
+        let unserved = workload::unserved_version(api, kind_name)
+            .map(|m| ("apiVersion", m))
+            .or_else(|| workload::unknown_kind(api, kind_name).map(|m| ("kind", m)));
+        if let Some((field, message)) = unserved {
             self.report.diagnostics.push(Diagnostic::file_level(
                 file,
-                obj.position(&FieldPath::fields(&["apiVersion"])),
-                RULE_INVALID,
-                message,
-            ));
-            return;
-        }
-        if let Some(message) = workload::unknown_kind(api, kind_name) {
-            self.report.diagnostics.push(Diagnostic::file_level(
-                file,
-                obj.position(&FieldPath::fields(&["kind"])),
+                obj.position(&FieldPath::fields(&[field])),
                 RULE_INVALID,
                 message,
             ));
