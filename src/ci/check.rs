@@ -445,7 +445,7 @@ impl Checker {
         // What kubectl apply refuses as no kind the API server serves, at the field to mend.
         let unserved = workload::unserved_version(api, kind_name)
             .map(|m| ("apiVersion", m))
-            .or_else(|| workload::unknown_kind(api, kind_name).map(|m| ("kind", m)));
+            .or_else(|| workload::unknown_kind(api, kind_name).map(|u| (u.field, u.message)));
         if let Some((field, message)) = unserved {
             self.report.diagnostics.push(Diagnostic::file_level(
                 file,
@@ -707,7 +707,7 @@ impl Checker {
             ));
         }
         for d in found {
-            if ignored.contains(&d.rule) {
+            if ignored.contains(&d.rule) && known.contains(&d.rule.as_str()) {
                 self.report.suppressed.push(Suppressed {
                     file: d.file,
                     line: d.line,

@@ -216,11 +216,12 @@ fn check_node(obj: &SlimObject) -> Result<(), String> {
     Ok(())
 }
 
-/// What kube-apiserver would never have stored in a Pod of a dump: a quantity that is none in
-/// what it requests (read as zero, it would turn `Insufficient` into a fit).
+/// What kube-apiserver would never have stored in a Pod of a dump that takes room on its node:
+/// a quantity that is none in what it requests (read as zero, it would turn `Insufficient`
+/// into a fit). The slim object's twin of `workload::bad_quantity`, which reads JSON values.
 fn check_pod(obj: &SlimObject) -> Result<(), String> {
     use crate::k8s::validation::quantity_error;
-    let Some(spec) = &obj.spec else {
+    let Some(spec) = obj.spec.as_ref().filter(|_| takes_room(obj)) else {
         return Ok(());
     };
     let refused = |path: String, q: &Quantity, why: &str| {
@@ -279,6 +280,9 @@ pub fn namespace_of(obj: SlimObject) -> (String, BTreeMap<String, String>) {
 /// A Pod bound to a node and not finished: the node's name and what the pod takes of it.
 /// `None` for a pod that takes nothing (not bound, Succeeded or Failed).
 pub fn bound_of(obj: SlimObject) -> Option<(String, BoundPod)> {
+    if !takes_room(&obj) {
+        return None;
+    }
     let SlimObject {
         metadata,
         spec,
@@ -286,14 +290,7 @@ pub fn bound_of(obj: SlimObject) -> Option<(String, BoundPod)> {
         ..
     } = obj;
     let spec = spec.unwrap_or_default();
-    let finished = matches!(
-        status.as_ref().and_then(|s| s.phase.as_deref()),
-        Some("Succeeded" | "Failed")
-    );
-    let node = match spec.node_name {
-        Some(n) if !n.is_empty() && !finished => n,
-        _ => return None,
-    };
+    let node = spec.node_name.unwrap_or_default();
     let pod_spec = PodSpec {
         affinity: spec.affinity,
         containers: spec.containers.unwrap_or_default(),
@@ -311,6 +308,20 @@ pub fn bound_of(obj: SlimObject) -> Option<(String, BoundPod)> {
         status.as_ref(),
     );
     Some((node, pod))
+}
+
+/// A pod bound to a node and not finished (Succeeded or Failed).
+fn takes_room(obj: &SlimObject) -> bool {
+    let bound = obj
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty());
+    let finished = matches!(
+        obj.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    );
+    bound && !finished
 }
 
 /// What a pod takes of the node it is bound to, by its spec alone.

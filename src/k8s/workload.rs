@@ -228,43 +228,136 @@ const DOTLESS_SERVED: &[(&str, &[&str])] = &[
             "StatefulSet",
         ],
     ),
-    ("autoscaling/v1", &["HorizontalPodAutoscaler", "Scale"]),
+    // v2 first: a HorizontalPodAutoscaler is written for it today (`metrics`).
     ("autoscaling/v2", &["HorizontalPodAutoscaler"]),
+    ("autoscaling/v1", &["HorizontalPodAutoscaler", "Scale"]),
     ("batch/v1", &["CronJob", "Job"]),
     ("policy/v1", &["Eviction", "PodDisruptionBudget"]),
 ];
 
+/// Kubernetes' own kinds in groups with a dot, at their GA version (k8s-openapi's v1_36): where
+/// to send a kind written under a dotless group (`v1` `Ingress`, `apps/v1` `Role`).
+const DOTTED_BUILT_IN: &[(&str, &[&str])] = &[
+    (
+        "admissionregistration.k8s.io/v1",
+        &[
+            "MutatingAdmissionPolicy",
+            "MutatingAdmissionPolicyBinding",
+            "MutatingWebhookConfiguration",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
+            "ValidatingWebhookConfiguration",
+        ],
+    ),
+    ("certificates.k8s.io/v1", &["CertificateSigningRequest"]),
+    ("coordination.k8s.io/v1", &["Lease"]),
+    ("discovery.k8s.io/v1", &["EndpointSlice"]),
+    (
+        "flowcontrol.apiserver.k8s.io/v1",
+        &["FlowSchema", "PriorityLevelConfiguration"],
+    ),
+    (
+        "networking.k8s.io/v1",
+        &[
+            "IPAddress",
+            "Ingress",
+            "IngressClass",
+            "NetworkPolicy",
+            "ServiceCIDR",
+        ],
+    ),
+    ("node.k8s.io/v1", &["RuntimeClass"]),
+    (
+        "rbac.authorization.k8s.io/v1",
+        &["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"],
+    ),
+    (
+        "resource.k8s.io/v1",
+        &[
+            "DeviceClass",
+            "ResourceClaim",
+            "ResourceClaimTemplate",
+            "ResourceSlice",
+        ],
+    ),
+    ("scheduling.k8s.io/v1", &["PriorityClass"]),
+    (
+        "storage.k8s.io/v1",
+        &[
+            "CSIDriver",
+            "CSINode",
+            "CSIStorageCapacity",
+            "StorageClass",
+            "VolumeAttachment",
+            "VolumeAttributesClass",
+        ],
+    ),
+];
+
+/// What kubectl refuses as no kind the API server serves under a dotless group's version: the
+/// field to mend (`kind` for a typo, `apiVersion` for another group's kind) and why.
+pub struct UnknownKind {
+    pub field: &'static str,
+    pub message: String,
+}
+
 /// For a kind that a served version of a dotless API group does not have (`apps/v1`
 /// `Deploymnet`, `v1` `pod`), why `kubectl apply` fails and what to write: such an object was
 /// skipped as some other kind, and a typo hid a workload from every rule. In the core group only
-/// a near miss of one of its kinds, or a kind of another such group. Unserved versions of those
+/// a near miss of one of its kinds, or a kind of another group. Unserved versions of the dotless
 /// groups are [`unserved_version`]'s, for the kinds this tool checks.
-pub fn unknown_kind(api_version: &str, kind: &str) -> Option<String> {
+pub fn unknown_kind(api_version: &str, kind: &str) -> Option<UnknownKind> {
     let (_, kinds) = DOTLESS_SERVED.iter().find(|(v, _)| *v == api_version)?;
     if kinds.contains(&kind) {
         return None;
     }
-    let near = |k: &str| {
-        let (a, b) = (k.to_ascii_lowercase(), kind.to_ascii_lowercase());
-        a == b || (b.len() >= 4 && strsim::osa_distance(&a, &b) <= 2)
-    };
+    let lower = kind.to_ascii_lowercase();
+    // The nearest of the version's kinds: the same but for case, else one edit away (two for
+    // a long name), so that `Pods` is `Pod` and `Role` is not `Node`.
+    let limit = if kind.len() >= 8 { 2 } else { 1 };
+    let near = kinds
+        .iter()
+        .map(|k| (strsim::osa_distance(&k.to_ascii_lowercase(), &lower), k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| *k);
     let elsewhere = DOTLESS_SERVED
         .iter()
-        .find_map(|(v, ks)| ks.iter().find(|k| **k == kind).map(|_| *v));
-    let help = if let Some(k) = kinds.iter().find(|k| near(k)) {
-        format!("did you mean {k:?}?")
-    } else if let Some(v) = elsewhere {
-        format!("write apiVersion: {v}")
-    } else if api_version == "v1" {
-        // Files that are no API objects say `apiVersion: v1` too (a kubeconfig's `Config`, an
-        // old scheduler `Policy`): only a kind close to one of the group's is taken for a typo.
-        return None;
-    } else {
-        format!("{api_version} serves {}", kinds.join(", "))
-    };
-    Some(format!(
-        "kind: Unsupported value: {kind:?}: no matches for kind {kind:?} in version {api_version:?}, so kubectl apply fails (no CustomResourceDefinition can add a kind to a group without a dot): {help}"
-    ))
+        .chain(DOTTED_BUILT_IN)
+        .find_map(|(v, ks)| {
+            ks.iter()
+                .find(|k| k.eq_ignore_ascii_case(kind))
+                .map(|k| (*v, *k))
+        });
+    let why = format!(
+        "no matches for kind {kind:?} in version {api_version:?}, so kubectl apply fails (no CustomResourceDefinition can add a kind to a group without a dot)"
+    );
+    if let Some(k) = near {
+        return Some(UnknownKind {
+            field: "kind",
+            message: format!("kind: Unsupported value: {kind:?}: {why}: did you mean {k:?}?"),
+        });
+    }
+    if let Some((v, k)) = elsewhere {
+        let write = if k == kind {
+            format!("write apiVersion: {v}")
+        } else {
+            format!("write apiVersion: {v} and kind: {k}")
+        };
+        return Some(UnknownKind {
+            field: "apiVersion",
+            message: format!("apiVersion: Unsupported value: {api_version:?}: {why}: {write}"),
+        });
+    }
+    // Files that are no API objects say `apiVersion: v1` too (a kubeconfig's `Config`, an old
+    // scheduler `Policy`): there only a near miss or another group's kind is taken for a mistake.
+    (api_version != "v1").then(|| UnknownKind {
+        field: "kind",
+        message: format!(
+            "kind: Unsupported value: {kind:?}: {why}: {api_version} serves {}",
+            kinds.join(", ")
+        ),
+    })
 }
 
 /// OpenKruise's API group.

@@ -618,13 +618,28 @@ spec:
     // The input's own findings are no rule an object opts out of: not offered, and said so.
     assert!(!found[0].3.contains("invalid-object"), "{}", found[0].3);
     let mut c = Checker::new(&RuleSet::default());
+    // An object the apiserver refuses (a nodeSelector key that is no label key) stays an error.
     c.check_text(
         "p.yaml",
-        &text.replace("hard-anti-afinity", "invalid-object"),
+        &text.replace("hard-anti-afinity", "invalid-object").replace(
+            "containers:",
+            "nodeSelector: {\"bad key!\": x}\n  containers:",
+        ),
     );
     let r = c.finish();
+    assert!(r.suppressed.iter().all(|s| s.rule != "invalid-object"));
+    let refused: Vec<&str> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| d.message.as_str())
+        .collect();
+    assert!(
+        refused.len() == 1 && refused[0].contains("Invalid value: \"bad key!\""),
+        "{refused:?}"
+    );
     let d = &r.diagnostics[0];
-    assert_eq!(r.diagnostics.len(), 1);
+    assert_eq!(r.diagnostics.len(), 2);
     assert!(
         d.message
             .starts_with("Unsupported value: \"invalid-object\": supported values:"),
@@ -1196,24 +1211,60 @@ fn unknown_kinds_in_groups_without_a_dot_are_refused() {
     let doc = |api: &str, kind: &str| {
         format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: i}}]}}}}}}\n")
     };
+    let typo = |end: &'static str| Some(("kind", end));
+    let version = |end: &'static str| Some(("apiVersion", end));
     let cases = [
         (
             "apps/v1",
             "Deploymnet",
-            Some("did you mean \"Deployment\"?"),
+            typo("did you mean \"Deployment\"?"),
         ),
         (
             "apps/v1",
             "deployment",
-            Some("did you mean \"Deployment\"?"),
+            typo("did you mean \"Deployment\"?"),
         ),
-        ("v1", "pod", Some("did you mean \"Pod\"?")),
-        ("batch/v1", "cronjob", Some("did you mean \"CronJob\"?")),
-        ("apps/v1", "ConfigMap", Some("write apiVersion: v1")),
+        ("v1", "pod", typo("did you mean \"Pod\"?")),
+        ("v1", "Pods", typo("did you mean \"Pod\"?")),
+        ("v1", "Services", typo("did you mean \"Service\"?")),
+        ("batch/v1", "cronjob", typo("did you mean \"CronJob\"?")),
         (
             "policy/v1",
             "PodSecurityPolicy",
-            Some("policy/v1 serves Eviction, PodDisruptionBudget"),
+            typo("policy/v1 serves Eviction, PodDisruptionBudget"),
+        ),
+        // Another group's kind: the version is what to mend.
+        ("apps/v1", "ConfigMap", version("write apiVersion: v1")),
+        (
+            "apps/v1",
+            "configmap",
+            version("write apiVersion: v1 and kind: ConfigMap"),
+        ),
+        (
+            "v1",
+            "deployment",
+            version("write apiVersion: apps/v1 and kind: Deployment"),
+        ),
+        (
+            "v1",
+            "PodDisruptionBudget",
+            version("write apiVersion: policy/v1"),
+        ),
+        (
+            "apps/v1",
+            "HorizontalPodAutoscaler",
+            version("write apiVersion: autoscaling/v2"),
+        ),
+        // Not a near miss of Node: Kubernetes' own kind in a dotted group.
+        (
+            "v1",
+            "Role",
+            version("write apiVersion: rbac.authorization.k8s.io/v1"),
+        ),
+        (
+            "apps/v1",
+            "Ingress",
+            version("write apiVersion: networking.k8s.io/v1"),
         ),
         // Served kinds are checked or skipped as before.
         ("apps/v1", "Deployment", None),
@@ -1225,21 +1276,17 @@ fn unknown_kinds_in_groups_without_a_dot_are_refused() {
         // Files that are no API objects: a kubeconfig, an old scheduler policy.
         ("v1", "Config", None),
         ("v1", "Policy", None),
-        (
-            "v1",
-            "PodDisruptionBudget",
-            Some("write apiVersion: policy/v1"),
-        ),
-        ("v1", "Services", Some("did you mean \"Service\"?")),
     ];
     for (api, kind, want) in cases {
         let (invalid, _) = invalid_objects(&rules, &doc(api, kind));
         match want {
-            Some(end) => {
+            Some((field, end)) => {
                 assert_eq!(invalid.len(), 1, "{api} {kind}: {invalid:?}");
                 let m = &invalid[0].1;
+                let value = if field == "kind" { kind } else { api };
                 assert!(
-                    m.starts_with(&format!("kind: Unsupported value: {kind:?}: no matches for kind {kind:?} in version {api:?}, so kubectl apply fails")) && m.ends_with(end),
+                    m.starts_with(&format!("{field}: Unsupported value: {value:?}: no matches for kind {kind:?} in version {api:?}, so kubectl apply fails"))
+                        && m.ends_with(end),
                     "{api} {kind}: {m}"
                 );
             }
@@ -1247,6 +1294,9 @@ fn unknown_kinds_in_groups_without_a_dot_are_refused() {
         }
     }
     let mut c = Checker::new(&rules);
-    c.check_text("w.yaml", &doc("apps/v1", "Deploymnet"));
+    c.check_text(
+        "w.yaml",
+        &[doc("apps/v1", "Deploymnet"), doc("apps/v1", "ConfigMap")].join("---\n"),
+    );
     insta::assert_snapshot!("unknown_kind", report::text(&c.finish(), false));
 }

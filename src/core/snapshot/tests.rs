@@ -264,14 +264,18 @@ fn bad_dumps_are_refused_with_the_reason_and_place() {
         ("{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}, \"status\": {\"allocatable\": {\"cpu\": \"lots\"}}}", "node \"n\": status.allocatable[cpu]: Invalid value: \"lots\": quantities must match the regular expression"),
         ("{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}}}", "line 1: unexpected `}`"),
         ("{\"kind\": \"Pod\", \"metadata\": {\"name\": \"x1\", \"namespace\": \"d\"}, \"spec\": {\"nodeName\": \"n\", \"containers\": [{\"name\": \"a\"}, {\"name\": \"b\", \"resources\": {\"limits\": {\"cpu\": \"1\"}, \"requests\": {\"cpu\": \"1500q\"}}}]}}", "pod \"d/x1\": spec.containers[1].resources.requests[cpu]: Invalid value: \"1500q\": quantities must match"),
-        ("{\"kind\": \"Pod\", \"metadata\": {\"name\": \"x1\"}, \"spec\": {\"initContainers\": [{\"resources\": {\"limits\": {\"memory\": \"lots\"}}}]}}", "pod \"default/x1\": spec.initContainers[0].resources.limits[memory]: Invalid value: \"lots\": quantities must match"),
-        ("{\"kind\": \"Pod\", \"metadata\": {\"name\": \"x1\"}, \"spec\": {\"overhead\": {\"cpu\": \"1x\"}}}", "pod \"default/x1\": spec.overhead[cpu]: Invalid value: \"1x\""),
-        ("{\"kind\": \"Pod\", \"metadata\": {\"name\": \"x1\"}, \"spec\": {\"resources\": {\"requests\": {\"cpu\": \"\"}}}}", "pod \"default/x1\": spec.resources.requests[cpu]: Invalid value: \"\""),
+        ("{\"kind\": \"Pod\", \"metadata\": {\"name\": \"x1\"}, \"spec\": {\"nodeName\": \"n\", \"initContainers\": [{\"resources\": {\"limits\": {\"memory\": \"lots\"}}}]}}", "pod \"default/x1\": spec.initContainers[0].resources.limits[memory]: Invalid value: \"lots\": quantities must match"),
+        ("{\"kind\": \"Pod\", \"metadata\": {\"name\": \"x1\"}, \"spec\": {\"nodeName\": \"n\", \"overhead\": {\"cpu\": \"1x\"}}}", "pod \"default/x1\": spec.overhead[cpu]: Invalid value: \"1x\""),
+        ("{\"kind\": \"Pod\", \"metadata\": {\"name\": \"x1\"}, \"spec\": {\"nodeName\": \"n\", \"resources\": {\"requests\": {\"cpu\": \"\"}}}}", "pod \"default/x1\": spec.resources.requests[cpu]: Invalid value: \"\""),
     ];
     for (text, want) in cases {
         let err = read_dump(text.as_bytes(), false).unwrap_err();
         assert!(err.contains(want), "{text}: {err}");
     }
+    // A pod that takes no room (finished, or not bound) is not read for its quantities.
+    let finished = "{\"kind\": \"List\", \"items\": [{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\"}},\n{\"kind\": \"Pod\", \"metadata\": {\"name\": \"done\"}, \"spec\": {\"nodeName\": \"n\", \"containers\": [{\"resources\": {\"requests\": {\"cpu\": \"lots\"}}}]}, \"status\": {\"phase\": \"Succeeded\"}},\n{\"kind\": \"Pod\", \"metadata\": {\"name\": \"pending\"}, \"spec\": {\"containers\": [{\"resources\": {\"requests\": {\"cpu\": \"lots\"}}}]}}]}";
+    let (_, counts) = read_dump(finished.as_bytes(), false).unwrap();
+    assert_eq!((counts.nodes, counts.pods), (1, 2));
     // The YAML reader's words, as the manifests say them.
     for (text, want) in [
         (
