@@ -851,15 +851,17 @@ fn invalid_objects(
     (invalid, r.objects)
 }
 
+/// One workload of `kind` under `api`, as a manifest writes it.
+fn workload_doc(api: &str, kind: &str) -> String {
+    format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: i}}]}}}}}}\n")
+}
+
 /// Kubernetes' own workload kinds under a version kube-apiserver does not serve are an error
 /// at their apiVersion (kubectl apply fails on them), neither skipped as another kind nor
 /// checked as if served; OpenKruise's kinds are taken in every version.
 #[test]
 fn workloads_under_unserved_versions_are_refused() {
     let rules = crate::rules::config::RuleSet::default();
-    let doc = |api: &str, kind: &str| {
-        format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: i}}]}}}}}}\n")
-    };
     let cases = [
         (
             "extensions/v1beta1",
@@ -897,7 +899,7 @@ fn workloads_under_unserved_versions_are_refused() {
         ("example.com/v1", "Deployment", None),
     ];
     for (api, kind, want) in cases {
-        let (invalid, objects) = invalid_objects(&rules, &doc(api, kind));
+        let (invalid, objects) = invalid_objects(&rules, &workload_doc(api, kind));
         match want {
             Some(end) => {
                 assert_eq!(invalid.len(), 1, "{api} {kind}: {invalid:?}");
@@ -1208,9 +1210,6 @@ fn a_namespace_manifest_is_checked_strictly() {
 #[test]
 fn unknown_kinds_in_groups_without_a_dot_are_refused() {
     let rules = crate::rules::config::RuleSet::default();
-    let doc = |api: &str, kind: &str| {
-        format!("apiVersion: {api}\nkind: {kind}\nmetadata: {{name: w, namespace: ns}}\nspec: {{template: {{spec: {{containers: [{{name: c, image: i}}]}}}}}}\n")
-    };
     let typo = |end: &'static str| Some(("kind", end));
     let version = |end: &'static str| Some(("apiVersion", end));
     let cases = [
@@ -1278,7 +1277,7 @@ fn unknown_kinds_in_groups_without_a_dot_are_refused() {
         ("v1", "Policy", None),
     ];
     for (api, kind, want) in cases {
-        let (invalid, _) = invalid_objects(&rules, &doc(api, kind));
+        let (invalid, _) = invalid_objects(&rules, &workload_doc(api, kind));
         match want {
             Some((field, end)) => {
                 assert_eq!(invalid.len(), 1, "{api} {kind}: {invalid:?}");
@@ -1296,7 +1295,11 @@ fn unknown_kinds_in_groups_without_a_dot_are_refused() {
     let mut c = Checker::new(&rules);
     c.check_text(
         "w.yaml",
-        &[doc("apps/v1", "Deploymnet"), doc("apps/v1", "ConfigMap")].join("---\n"),
+        &[
+            workload_doc("apps/v1", "Deploymnet"),
+            workload_doc("apps/v1", "ConfigMap"),
+        ]
+        .join("---\n"),
     );
     insta::assert_snapshot!("unknown_kind", report::text(&c.finish(), false));
 }
