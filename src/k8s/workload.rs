@@ -1578,6 +1578,95 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The hand-written kind tables are k8s-openapi's types, no more and no fewer: a typo or a
+    /// kind moved between groups fails here, and a type a newer k8s-openapi drops fails to build.
+    #[test]
+    fn kind_tables_are_k8s_openapis() {
+        use k8s_openapi::api::{
+            admissionregistration::v1 as adm, apps::v1 as apps, autoscaling::v1 as as1,
+            autoscaling::v2 as as2, batch::v1 as batch, certificates::v1 as cert,
+            coordination::v1 as coord, core::v1 as core, discovery::v1 as disc,
+            flowcontrol::v1 as flow, networking::v1 as net, node::v1 as node, policy::v1 as policy,
+            rbac::v1 as rbac, resource::v1 as res, scheduling::v1 as sched, storage::v1 as storage,
+        };
+        use k8s_openapi::Resource;
+        fn of<T: Resource>() -> (&'static str, &'static str) {
+            (T::API_VERSION, T::KIND)
+        }
+        let dotless = [
+            of::<core::Binding>(),
+            of::<core::ComponentStatus>(),
+            of::<core::ConfigMap>(),
+            of::<core::Endpoints>(),
+            of::<core::Event>(),
+            of::<core::LimitRange>(),
+            of::<core::Namespace>(),
+            of::<core::Node>(),
+            of::<core::PersistentVolume>(),
+            of::<core::PersistentVolumeClaim>(),
+            of::<core::Pod>(),
+            of::<core::PodTemplate>(),
+            of::<core::ReplicationController>(),
+            of::<core::ResourceQuota>(),
+            of::<core::Secret>(),
+            of::<core::Service>(),
+            of::<core::ServiceAccount>(),
+            of::<apps::ControllerRevision>(),
+            of::<apps::DaemonSet>(),
+            of::<apps::Deployment>(),
+            of::<apps::ReplicaSet>(),
+            of::<apps::StatefulSet>(),
+            of::<as2::HorizontalPodAutoscaler>(),
+            of::<as1::HorizontalPodAutoscaler>(),
+            of::<as1::Scale>(),
+            of::<batch::CronJob>(),
+            of::<batch::Job>(),
+            of::<policy::Eviction>(),
+            of::<policy::PodDisruptionBudget>(),
+        ];
+        let dotted = [
+            of::<adm::MutatingAdmissionPolicy>(),
+            of::<adm::MutatingAdmissionPolicyBinding>(),
+            of::<adm::MutatingWebhookConfiguration>(),
+            of::<adm::ValidatingAdmissionPolicy>(),
+            of::<adm::ValidatingAdmissionPolicyBinding>(),
+            of::<adm::ValidatingWebhookConfiguration>(),
+            of::<cert::CertificateSigningRequest>(),
+            of::<coord::Lease>(),
+            of::<disc::EndpointSlice>(),
+            of::<flow::FlowSchema>(),
+            of::<flow::PriorityLevelConfiguration>(),
+            of::<net::IPAddress>(),
+            of::<net::Ingress>(),
+            of::<net::IngressClass>(),
+            of::<net::NetworkPolicy>(),
+            of::<net::ServiceCIDR>(),
+            of::<node::RuntimeClass>(),
+            of::<rbac::ClusterRole>(),
+            of::<rbac::ClusterRoleBinding>(),
+            of::<rbac::Role>(),
+            of::<rbac::RoleBinding>(),
+            of::<res::DeviceClass>(),
+            of::<res::ResourceClaim>(),
+            of::<res::ResourceClaimTemplate>(),
+            of::<res::ResourceSlice>(),
+            of::<sched::PriorityClass>(),
+            of::<storage::CSIDriver>(),
+            of::<storage::CSINode>(),
+            of::<storage::CSIStorageCapacity>(),
+            of::<storage::StorageClass>(),
+            of::<storage::VolumeAttachment>(),
+            of::<storage::VolumeAttributesClass>(),
+        ];
+        let flat = |t: &[(&'static str, &'static [&'static str])]| -> Vec<(&str, &str)> {
+            t.iter()
+                .flat_map(|(v, ks)| ks.iter().map(move |k| (*v, *k)))
+                .collect()
+        };
+        assert_eq!(flat(DOTLESS_SERVED), dotless);
+        assert_eq!(flat(DOTTED_BUILT_IN), dotted);
+    }
+
     /// A value of the wrong type is said with the value written and what the field takes, not
     /// in serde's (Rust's) words.
     #[test]
