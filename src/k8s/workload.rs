@@ -317,6 +317,8 @@ pub fn unknown_kind(api_version: &str, kind: &str) -> Option<UnknownKind> {
     let limit = if kind.len() >= 8 { 2 } else { 1 };
     let near = kinds
         .iter()
+        // No fewer edits than the lengths differ by: a long kind costs no distance table.
+        .filter(|k| k.len().abs_diff(kind.len()) <= limit)
         .map(|k| (strsim::osa_distance(&k.to_ascii_lowercase(), &lower), k))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
